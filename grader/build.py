@@ -1,0 +1,51 @@
+"""`grader build`: generate the student module from the reference and the manifest, or list what is stale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.manifest import load_manifest
+from grader.reference import read_reference
+from grader.stubs import stub_module
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """The generated files (relative to the root), those that were stale, and whether they were written."""
+
+    outputs: tuple[Path, ...]
+    stale: tuple[Path, ...]
+    written: bool
+
+
+def generated_files(root: Path) -> dict[Path, str]:
+    """What `build` writes: relative path -> exact text."""
+    reference = read_reference(root / REFERENCE, REFERENCE.as_posix())
+    manifest = load_manifest(root / MANIFEST, reference, MANIFEST.as_posix())
+    return {STUDENT: stub_module(reference.source, manifest, reference.path)}
+
+
+def build(root: Path, check: bool = False) -> BuildReport:
+    """Bring the generated files up to date; with `check`, write nothing and only report the stale ones."""
+    files = generated_files(root)
+    stale = tuple(path for path, text in files.items() if _read_exact(root / path) != text)
+    if not check:
+        for path in stale:
+            _write_exact(root / path, files[path])
+    return BuildReport(tuple(files), stale, written=not check)
+
+
+def _read_exact(file: Path) -> str | None:
+    """The file's text, line endings untouched; None when it is missing or not UTF-8."""
+    try:
+        return file.read_bytes().decode("utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+def _write_exact(file: Path, text: str) -> None:
+    """Write `text` byte-exactly (no newline translation)."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_bytes(text.encode("utf-8"))
