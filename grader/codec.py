@@ -1,0 +1,281 @@
+"""The codec: values crossing between the grader and a submission, as type-tagged JSON.
+
+Only plain data crosses: None, bool, int, float (inf and nan included), str, list, tuple, dict (keys of
+any encodable hashable type), set, frozenset, `random.Random` state, instances of the lab's own classes
+(by class name, as their attribute dict) and the lab's module-level functions (by name). Anything else,
+a callable included, is either a callback handle issued by the encoding side or an error. Decoding
+builds fresh objects of exact built-in types or of the classes of the module it decodes into, so a
+value that claims to equal everything, or a float subclass, cannot come out of it. Pickle is never used.
+
+JSON shape: a JSON object is always a tag (plain dicts travel as ``{"$dict": [[k, v], ...]}``):
+``$float`` ("nan", "inf", "-inf"), ``$tuple``, ``$dict``, ``$set``, ``$frozenset``, ``$random``,
+``$object`` (with ``state``), ``$function``, ``$callback``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import types
+from collections.abc import Callable
+from typing import Any
+
+MAX_DEPTH = 100
+
+
+class CodecError(ValueError):
+    """A value that cannot cross the boundary, or a message that is not a valid encoding."""
+
+
+class Codec:
+    """Encodes values from, and decodes values into, one lab module (the reference or the submission).
+
+    With `issue_callbacks`, a callable that is not a lab function is encoded as a handle into
+    `callbacks` (the grader does this for a proposer a test passes); `make_proxy(handle)` builds the
+    callable that stands for a handle the other side issued (the worker's side). Otherwise callables
+    are refused.
+    """
+
+    def __init__(
+        self,
+        module: types.ModuleType,
+        make_proxy: Callable[[int], Callable] | None = None,
+        issue_callbacks: bool = False,
+    ):
+        self.module = module
+        self.make_proxy = make_proxy
+        self.issue_callbacks = issue_callbacks
+        self.callbacks: dict[int, Callable] = {}
+        self._proxies: dict[int, tuple[Callable, int]] = {}  # id(proxy) -> (proxy, its handle)
+
+    def forget_callables(self) -> None:
+        """Drop the handles and proxies of a finished call."""
+        self.callbacks.clear()
+        self._proxies.clear()
+
+    # -- encoding -------------------------------------------------------------------------------------
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise CodecError("value nested too deeply")
+        kind = type(value)
+        if value is None or kind is bool or kind is int or kind is str:
+            return value
+        if kind is float:
+            return value if math.isfinite(value) else {"$float": repr(value)}
+        if kind is list:
+            return [self.encode(v, depth + 1) for v in value]
+        if kind is tuple:
+            return {"$tuple": [self.encode(v, depth + 1) for v in value]}
+        if kind is dict:
+            return {
+                "$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
+            }
+        if kind is set or kind is frozenset:
+            items = sorted((self.encode(v, depth + 1) for v in value), key=_canonical)
+            return {"$set" if kind is set else "$frozenset": items}
+        if kind is random.Random:
+            version, internal, gauss = value.getstate()
+            return {"$random": [version, list(internal), gauss]}
+        if self._is_lab_class(kind):
+            return {"$object": kind.__name__, "state": self.encode(dict(vars(value)), depth + 1)}
+        if self._is_lab_function(value):
+            return {"$function": value.__name__}
+        if id(value) in self._proxies and self._proxies[id(value)][0] is value:
+            return {"$callback": self._proxies[id(value)][1]}
+        if callable(value) and self.issue_callbacks:
+            handle = len(self.callbacks) + 1
+            self.callbacks[handle] = value
+            return {"$callback": handle}
+        raise CodecError(f"a value of type {kind.__name__} cannot be graded")
+
+    def _is_lab_class(self, kind: type) -> bool:
+        return (
+            kind.__module__ == self.module.__name__
+            and getattr(self.module, kind.__name__, None) is kind
+            and not issubclass(kind, BaseException)
+        )
+
+    def _is_lab_function(self, value: Any) -> bool:
+        return isinstance(value, types.FunctionType) and getattr(self.module, value.__name__, None) is value
+
+    # -- decoding -------------------------------------------------------------------------------------
+
+    def decode(self, data: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise CodecError("value nested too deeply")
+        kind = type(data)
+        if data is None or kind is bool or kind is int or kind is str:
+            return data
+        if kind is float:
+            return float(data)
+        if kind is list:
+            return [self.decode(v, depth + 1) for v in data]
+        if kind is not dict or len(data) not in (1, 2):
+            raise CodecError(f"not an encoded value: {_preview(data)}")
+        tag = next(iter(data))
+        decoder = self._decoders.get(tag)
+        if decoder is None:
+            raise CodecError(f"unknown tag {tag!r}")
+        return decoder(self, data, depth + 1)
+
+    def _float(self, data: dict, depth: int) -> float:
+        text = data["$float"]
+        if text not in ("nan", "inf", "-inf"):
+            raise CodecError(f"bad float {text!r}")
+        return float(text)
+
+    def _tuple(self, data: dict, depth: int) -> tuple:
+        return tuple(self.decode(v, depth) for v in _items(data, "$tuple"))
+
+    def _dict(self, data: dict, depth: int) -> dict:
+        out = {}
+        for pair in _items(data, "$dict"):
+            if type(pair) is not list or len(pair) != 2:
+                raise CodecError("a dict entry must be a [key, value] pair")
+            out[_hashable(self.decode(pair[0], depth))] = self.decode(pair[1], depth)
+        return out
+
+    def _set(self, data: dict, depth: int) -> set:
+        return {_hashable(self.decode(v, depth)) for v in _items(data, "$set")}
+
+    def _frozenset(self, data: dict, depth: int) -> frozenset:
+        return frozenset(_hashable(self.decode(v, depth)) for v in _items(data, "$frozenset"))
+
+    def _random(self, data: dict, depth: int) -> random.Random:
+        state = data["$random"]
+        try:
+            version, internal, gauss = state
+            rng = random.Random()
+            rng.setstate(
+                (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+            )
+        except (TypeError, ValueError) as exc:
+            raise CodecError(f"bad random.Random state: {exc}") from None
+        return rng
+
+    def _object(self, data: dict, depth: int) -> Any:
+        name = data["$object"]
+        cls = getattr(self.module, name, None) if type(name) is str else None
+        if not isinstance(cls, type) or not self._is_lab_class(cls):
+            raise CodecError(f"{name!r} is not a class of the lab")
+        state = self.decode(data.get("state"), depth)
+        if type(state) is not dict or not all(type(k) is str for k in state):
+            raise CodecError(f"bad state for {name}")
+        obj = cls.__new__(cls)
+        vars(obj).update(state)
+        return obj
+
+    def _function(self, data: dict, depth: int) -> Callable:
+        name = data["$function"]
+        fn = getattr(self.module, name, None) if type(name) is str else None
+        if not callable(fn):
+            raise CodecError(f"{name!r} is not a function of the lab")
+        return fn
+
+    def _callback(self, data: dict, depth: int) -> Callable:
+        handle = data["$callback"]
+        if self.make_proxy is None or type(handle) is not int:
+            raise CodecError("callables cannot cross here")
+        proxy = self.make_proxy(handle)
+        self._proxies[id(proxy)] = (proxy, handle)
+        return proxy
+
+    _decoders = {
+        "$float": _float,
+        "$tuple": _tuple,
+        "$dict": _dict,
+        "$set": _set,
+        "$frozenset": _frozenset,
+        "$random": _random,
+        "$object": _object,
+        "$function": _function,
+        "$callback": _callback,
+    }
+
+
+def dumps(message: Any) -> str:
+    """Strict JSON text of an already encoded message (no NaN, no Infinity)."""
+    return json.dumps(message, allow_nan=False, separators=(",", ":"))
+
+
+def loads(text: str) -> Any:
+    """Parse JSON text; NaN and Infinity literals are refused (the codec tags them)."""
+
+    def refuse(constant: str) -> Any:
+        raise CodecError(f"bare {constant} in a message")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as exc:
+        raise CodecError(f"not JSON: {exc}") from None
+
+
+def update_in_place(target: Any, new: Any) -> Any:
+    """Make `target` hold what `new` holds, keeping the identity of every mutable part that both share.
+
+    Returns the object the caller should keep: `target` itself where it could be updated, else `new`
+    (an immutable value cannot change in place). Used to write a call's mutations back into the
+    caller's own arguments, so that a test reads as if the call were local.
+    """
+    if type(target) is not type(new):
+        return new
+    if isinstance(target, list):
+        if len(target) == len(new):
+            for i, (old_item, new_item) in enumerate(zip(target, new, strict=True)):
+                target[i] = update_in_place(old_item, new_item)
+        else:
+            target[:] = new
+        return target
+    if isinstance(target, dict):
+        for key in [k for k in target if k not in new]:
+            del target[key]
+        for key, value in new.items():
+            target[key] = update_in_place(target[key], value) if key in target else value
+        return target
+    if isinstance(target, set):
+        target.clear()
+        target.update(new)
+        return target
+    if isinstance(target, tuple):
+        # A tuple cannot change, but mutable things inside it can (a TextGrad graph of (module, TGVar)).
+        same = len(target) == len(new) and all(
+            update_in_place(a, b) is a for a, b in zip(target, new, strict=True)
+        )
+        return target if same else new
+    if isinstance(target, random.Random):
+        target.setstate(new.getstate())
+        return target
+    if hasattr(target, "__dict__") and not isinstance(target, type | types.FunctionType):
+        state = vars(target)
+        for key in [k for k in state if k not in vars(new)]:
+            del state[key]
+        for key, value in vars(new).items():
+            state[key] = update_in_place(state[key], value) if key in state else value
+        return target
+    return new if target != new else target
+
+
+def _items(data: dict, tag: str) -> list:
+    items = data[tag]
+    if type(items) is not list:
+        raise CodecError(f"{tag} needs a list")
+    return items
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise CodecError(f"unhashable key or set member: {type(value).__name__}") from None
+    return value
+
+
+def _canonical(encoded: Any) -> str:
+    return json.dumps(encoded, sort_keys=True)
+
+
+def _preview(data: Any) -> str:
+    text = repr(data)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,98 @@
+"""Assertions for the suites whose failure messages teach: the call, what was expected, what came back.
+
+    expect_equal(student.pareto_front(s), [0, 2], call("pareto_front", s))
+    expect_close(student.softmax(xs), [0.5, 0.5], call("softmax", xs))
+
+`expect_close` compares numbers with a tolerance, walking lists, tuples and dicts alike (a list and a
+tuple with the same items are alike: the lab's docstrings do not promise one or the other), and
+treats nan as equal to nan and an infinity as equal to itself.
+"""
+
+from __future__ import annotations
+
+import math
+import pprint
+from typing import Any
+
+__tracebackhide__ = True
+
+
+def call(function: str, *args: Any, **kwargs: Any) -> str:
+    """How a call reads in a message: ``softmax([1.0, 2.0])``."""
+    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
+    return f"{function}({', '.join(parts)})"
+
+
+def expect_equal(got: Any, want: Any, what: str) -> None:
+    """Fail unless got == want and of the same type (a list and a tuple count as the same type)."""
+    __tracebackhide__ = True
+    if _sequences(got, want):
+        same = list(got) == list(want)
+    else:
+        same = type(got) is type(want) and got == want
+    if not same:
+        raise AssertionError(_message(what, want, got))
+
+
+def expect_close(got: Any, want: Any, what: str, rel: float = 1e-9, abs: float = 1e-12) -> None:
+    """Fail unless got matches want, numbers within `rel`/`abs` (as math.isclose), structure exactly."""
+    __tracebackhide__ = True
+    problem = _difference(got, want, rel, abs, "")
+    if problem is not None:
+        raise AssertionError(
+            _message(what, want, got) + (f"\n  first difference: {problem}" if problem else "")
+        )
+
+
+def expect_true(condition: bool, what: str, detail: str = "") -> None:
+    """Fail with `what` (and `detail`) unless condition holds."""
+    __tracebackhide__ = True
+    if not condition:
+        raise AssertionError(what + (f"\n  {detail}" if detail else ""))
+
+
+def _difference(got: Any, want: Any, rel: float, abs_: float, path: str) -> str | None:
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return None if type(got) is type(want) and got == want else (path or "")
+    if isinstance(want, int | float):
+        if isinstance(got, bool) or not isinstance(got, int | float):
+            return path or ""
+        if math.isnan(want):
+            return None if math.isnan(got) else (path or "")
+        if math.isinf(want) or math.isinf(got):
+            return None if got == want else (path or "")
+        return None if math.isclose(got, want, rel_tol=rel, abs_tol=abs_) else (path or "")
+    if isinstance(want, list | tuple):
+        if not isinstance(got, list | tuple) or len(got) != len(want):
+            return path or ""
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            if (found := _difference(g, w, rel, abs_, f"{path}[{i}]")) is not None:
+                return found
+        return None
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return path or ""
+        for key in want:
+            if (found := _difference(got[key], want[key], rel, abs_, f"{path}[{key!r}]")) is not None:
+                return found
+        return None
+    return None if got == want else (path or "")
+
+
+def _sequences(got: Any, want: Any) -> bool:
+    return isinstance(got, list | tuple) and isinstance(want, list | tuple)
+
+
+def _message(what: str, want: Any, got: Any) -> str:
+    return f"{what}\n  expected: {_long(want)}\n  got:      {_long(got)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _long(value: Any) -> str:
+    text = pprint.pformat(value, width=100, compact=True)
+    text = text.replace("\n", "\n            ")
+    return text if len(text) <= 1500 else text[:1497] + "..."

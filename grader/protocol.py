@@ -1,0 +1,119 @@
+"""The call protocol: how one function call crosses between the grader and a worker, either way.
+
+A call is a request ``{"op": "call" | "reference" | "callback", ..., "args": [...], "kwargs": {...}}``
+with codec-encoded values. The side that runs it answers ``{"op": "return", "value": ..., "mutated":
+{...}}`` (the new state of every argument the call changed, keyed by position or keyword) or ``{"op":
+"raise", "type": ..., "message": ..., "where": ...}``. While a call is open, the side running it may
+send requests of its own (a worker asks the grader for the reference's answer, or calls back a callable
+the test passed); the caller serves them before it reads the answer. Both sides use these two halves,
+`perform` and `place_call`; only the transport (`Link.send`) differs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from grader.codec import Codec, update_in_place
+
+
+class SubmissionError(Exception):
+    """The submission could not answer a call: it crashed, is missing a function, or sent garbage.
+
+    An Exception (never a BaseException), so that whatever the submission raised, even SystemExit or
+    pytest's Skipped, fails the test that made the call instead of stopping or skipping it.
+    """
+
+
+class Link(Protocol):
+    """One side's view of the other: `send` delivers a request and returns the final answer to it."""
+
+    def send(self, message: dict) -> dict: ...
+
+
+def place_call(codec: Codec, link: Link, request: dict, args: tuple, kwargs: dict) -> Any:
+    """Encode a call, send it, write the callee's mutations back into `args`/`kwargs`, return its value."""
+    message = dict(
+        request, args=[codec.encode(a) for a in args], kwargs={k: codec.encode(v) for k, v in kwargs.items()}
+    )
+    answer = link.send(message)
+    if answer.get("op") == "raise":
+        raise rebuild_exception(codec.module, answer)
+    if answer.get("op") != "return":
+        raise SubmissionError(f"the worker sent a message that is not an answer: {str(answer)[:200]}")
+    for key, state in answer.get("mutated", {}).items():
+        target = args[int(key)] if key.isdigit() else kwargs[key]
+        update_in_place(target, codec.decode(state))
+    return codec.decode(answer.get("value"))
+
+
+def perform(codec: Codec, fn: Callable, message: dict, where_file: str | None = None) -> dict:
+    """Run `fn` on the decoded arguments of `message` and build the answer (value, mutations or error)."""
+    try:
+        args = [codec.decode(a) for a in message.get("args", [])]
+        kwargs = {k: codec.decode(v) for k, v in message.get("kwargs", {}).items()}
+    except Exception as exc:  # a malformed request is an error of the call, not of this process
+        return raise_answer(exc, where_file)
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - whatever the callee raised is the call's answer
+        return raise_answer(exc, where_file)
+    try:
+        mutated = {}
+        for i, (sent, arg) in enumerate(zip(message.get("args", []), args, strict=True)):
+            if (now := codec.encode(arg)) != sent:
+                mutated[str(i)] = now
+        for key, arg in kwargs.items():
+            if (now := codec.encode(arg)) != message["kwargs"][key]:
+                mutated[key] = now
+        return {"op": "return", "value": codec.encode(value), "mutated": mutated}
+    except BaseException as exc:  # noqa: BLE001 - an unencodable result is the call's error
+        return raise_answer(exc, where_file)
+
+
+def raise_answer(exc: BaseException, where_file: str | None = None) -> dict:
+    """The answer that reports `exc`: its type name, its message and where in `where_file` it was raised."""
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<the exception's message could not be read>"
+    return {
+        "op": "raise",
+        "type": type(exc).__name__,
+        "message": message[:2000],
+        "where": _where(exc, where_file),
+    }
+
+
+def rebuild_exception(module: types.ModuleType, answer: dict) -> Exception:
+    """An exception of this side to raise for a `raise` answer: the same built-in or lab type where one
+    exists (so ``pytest.raises(ValueError)`` works), else a SubmissionError that names the type."""
+    name, message = str(answer.get("type")), str(answer.get("message"))
+    where = answer.get("where") or ""
+    for home in (builtins, module):
+        cls = getattr(home, name, None)
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, Exception)
+            and (home is builtins or cls.__module__ == module.__name__)
+        ):
+            try:
+                exc = cls(message)
+            except Exception:  # noqa: BLE001 - a built-in that wants other arguments
+                break
+            exc.add_note(f"raised by the submission{where}")
+            return exc
+    return SubmissionError(f"{name}: {message}{where}" if message else f"{name}{where}")
+
+
+def _where(exc: BaseException, where_file: str | None) -> str:
+    if where_file is None:
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == where_file]
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (line {last.lineno}, in {last.name})"

@@ -1,0 +1,160 @@
+"""The suites' pytest plugin: the `student`, `lab` and `reference` fixtures, the exercise marker and the
+hypothesis profiles. The same plugin serves a student's local run, the kit's CI and grading.
+
+- ``--submission PATH``: the module under test (a .py file, or a folder holding optimization_toolkit.py).
+  Default: ``optimization_toolkit.py`` beside the tests (the handout), else the kit's reference.
+- ``student``: calls the submission through the codec (see grader.student); a fresh worker per suite.
+- ``lab``: the lab's given parts (classes, constants, non-exercise functions), to build inputs with.
+  It refuses exercise functions, so a test cannot take an expected value from the reference by accident.
+- ``reference``: the whole reference module, for hidden tests only (it is not in the handout).
+- Every test under tests/visible or tests/hidden carries exactly one ``@pytest.mark.exercise(N)``.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from grader.student import Student, in_process_student
+from grader.worker import load_module
+
+SUITES = ("visible", "hidden")
+MODULE_FILE = "optimization_toolkit.py"
+REFERENCE_FILE = Path("solutions") / MODULE_FILE
+MANIFEST_FILE = Path("grader") / "exercises.toml"
+
+# Grading must give the same submission the same results: fixed seeds, no example database, no clock.
+settings.register_profile(
+    "grading",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=25,
+    print_blob=False,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+# The kit's own deeper search (not for grading): more examples, still reproducible.
+settings.register_profile("deep", parent=settings.get_profile("grading"), max_examples=300)
+settings.load_profile("grading")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("optlab", "optlab-kit suites")
+    group.addoption("--submission", metavar="PATH", help="the module under test (file, or folder holding it)")
+    group.addoption(
+        "--reference", metavar="PATH", help="the reference module (default: solutions/ of the kit)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
+
+
+class Lab:
+    """What the tests run on: the submission, the reference (if any) and the exercise functions."""
+
+    def __init__(self, config: pytest.Config):
+        root = Path(config.rootpath)
+        self.submission = _submission_path(config.getoption("submission"), root)
+        reference = config.getoption("reference") or (
+            root / REFERENCE_FILE if (root / REFERENCE_FILE).is_file() else None
+        )
+        self.reference: types.ModuleType | None = (
+            load_module(Path(reference), "optlab_reference") if reference else None
+        )
+        self.exercise_of = _exercise_of(root / MANIFEST_FILE, Path(reference) if reference else None)
+
+    def student(self) -> Student:
+        return in_process_student(self.submission, self.reference, self.reference, self.exercise_of)
+
+
+def _submission_path(option: str | None, root: Path) -> Path:
+    if option:
+        path = Path(option)
+        if path.is_dir():
+            path = path / MODULE_FILE
+        if not path.is_file():
+            raise pytest.UsageError(
+                f"--submission {option}: no such file (give a .py file or a folder holding {MODULE_FILE})"
+            )
+        return path.resolve()
+    for candidate in (root / MODULE_FILE, root / REFERENCE_FILE):
+        if candidate.is_file():
+            return candidate
+    raise pytest.UsageError(f"no {MODULE_FILE} beside the tests: put yours there or pass --submission PATH")
+
+
+def _exercise_of(manifest_path: Path, reference_path: Path | None) -> dict[str, int]:
+    if not manifest_path.is_file() or reference_path is None:
+        return {}
+    from grader.manifest import load_manifest
+    from grader.reference import read_reference
+
+    manifest = load_manifest(manifest_path, read_reference(reference_path, str(reference_path)))
+    return {name: exercise.id for exercise in manifest.exercises for name in exercise.functions}
+
+
+@pytest.fixture(scope="session")
+def optlab(pytestconfig: pytest.Config) -> Lab:
+    return Lab(pytestconfig)
+
+
+@pytest.fixture(scope="package")
+def student(optlab: Lab) -> Student:
+    """The submission, called through the codec; one worker per suite (package)."""
+    return optlab.student()
+
+
+@pytest.fixture(scope="session")
+def reference(optlab: Lab) -> types.ModuleType:
+    """The reference module (hidden tests only)."""
+    if optlab.reference is None:
+        pytest.fail("this test needs the reference module, which only the kit has")
+    return optlab.reference
+
+
+@pytest.fixture(scope="package")
+def lab(optlab: Lab, student: Student) -> GivenParts:
+    """The lab's given parts: from the reference when grading, else from the submission itself."""
+    return GivenParts(student.decodes_into, optlab.exercise_of)
+
+
+class GivenParts:
+    """A view of a lab module without its exercise functions."""
+
+    def __init__(self, module: types.ModuleType, exercise_of: dict[str, int]):
+        self._module, self._exercise_of = module, exercise_of
+
+    def __getattr__(self, name: str):
+        if name in self._exercise_of:
+            raise AttributeError(f"{name} is exercise {self._exercise_of[name]}: call student.{name}")
+        return getattr(self._module, name)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every suite test scores for exactly one exercise; record it for the results."""
+    problems = []
+    for item in items:
+        suite = _suite_of(item)
+        if suite is None:
+            continue
+        marks = list(item.iter_markers("exercise"))
+        if len(marks) != 1 or len(marks[0].args) != 1 or type(marks[0].args[0]) is not int:
+            problems.append(f"{item.nodeid}: needs exactly one @pytest.mark.exercise(N)")
+            continue
+        item.user_properties.append(("exercise", marks[0].args[0]))
+        item.user_properties.append(("suite", suite))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+
+def _suite_of(item: pytest.Item) -> str | None:
+    parts = Path(item.path).parts
+    for suite in SUITES:
+        if "tests" in parts and suite in parts:
+            return suite
+    return None

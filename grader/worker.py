@@ -1,0 +1,123 @@
+"""The worker: the only place where submitted code runs. It loads the submission and serves calls into it.
+
+For each call it decodes the arguments into the submission's own classes, and, while the call runs,
+points every exercise function outside the called one's exercise at the reference (a request back to
+the grader), so that one bug costs points once. Today the worker lives in the test process behind the
+same JSON messages a sandboxed process will use; only the transport changes when it moves out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from grader.codec import Codec
+from grader.protocol import Link, perform, place_call, raise_answer
+
+SUBMISSION_MODULE = "optimization_toolkit"
+
+
+def load_module(path: Path, name: str) -> types.ModuleType:
+    """Execute the file at `path` as a fresh module called `name` (registered, as dataclasses need)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+class Worker:
+    """Serves requests from the grader for one submission module.
+
+    `exercise_of` maps each exercise function to its exercise id; `grader` is the link back to the
+    grader, used for reference answers (when `isolate` is on) and for callables the test passed.
+    """
+
+    def __init__(self, path: Path, exercise_of: dict[str, int], grader: Link, isolate: bool = True):
+        self.path = Path(path)
+        self.exercise_of = exercise_of
+        self.grader = grader
+        self.isolate = isolate
+        self.module: types.ModuleType | None = None
+        self.import_error: dict | None = None
+        try:
+            self.module = load_module(self.path, SUBMISSION_MODULE)
+        except BaseException as exc:  # noqa: BLE001 - whatever the import did, it is reported per call
+            self.import_error = raise_answer(exc, str(self.path))
+        self.codec = Codec(
+            self.module or types.ModuleType(SUBMISSION_MODULE), make_proxy=self._callback_proxy
+        )
+
+    def handle(self, message: dict) -> dict:
+        """Answer one request of the grader."""
+        if message.get("op") != "call":
+            return _failure(f"unknown request {message.get('op')!r}")
+        name = str(message.get("function"))
+        if self.import_error is not None:
+            error = self.import_error
+            return _failure(
+                f"the submission could not be imported: {error['type']}: {error['message']}{error['where']}"
+            )
+        fn = vars(self.module).get(name)
+        if not callable(fn):
+            return _failure(f"the submission does not define {name}()")
+        try:
+            with self._isolated(self._others(name)):
+                return perform(self.codec, fn, message, str(self.path))
+        finally:
+            self.codec.forget_callables()
+
+    def _others(self, name: str) -> Iterable[str]:
+        if not self.isolate:
+            return ()
+        mine = self.exercise_of.get(name)
+        return [f for f, ex in self.exercise_of.items() if ex != mine]
+
+    def _isolated(self, names: Iterable[str]) -> _Patched:
+        return _Patched(vars(self.module), {n: self._reference_proxy(n) for n in names})
+
+    def _reference_proxy(self, name: str) -> Callable:
+        def by_reference(*args, **kwargs):
+            return place_call(self.codec, self.grader, {"op": "reference", "function": name}, args, kwargs)
+
+        by_reference.__name__ = by_reference.__qualname__ = name
+        return by_reference
+
+    def _callback_proxy(self, handle: int) -> Callable:
+        def call_back(*args, **kwargs):
+            return place_call(self.codec, self.grader, {"op": "callback", "handle": handle}, args, kwargs)
+
+        return call_back
+
+
+class _Patched:
+    """Temporarily replaces names in a module's globals, restoring what was there (or its absence)."""
+
+    def __init__(self, namespace: dict, replacements: dict):
+        self.namespace, self.replacements, self.saved = namespace, replacements, {}
+
+    def __enter__(self) -> None:
+        for name, value in self.replacements.items():
+            if name in self.namespace:
+                self.saved[name] = self.namespace[name]
+            self.namespace[name] = value
+
+    def __exit__(self, *exc_info) -> None:
+        for name in self.replacements:
+            if name in self.saved:
+                self.namespace[name] = self.saved[name]
+            else:
+                self.namespace.pop(name, None)
+
+
+def _failure(message: str) -> dict:
+    return {"op": "raise", "type": "SubmissionError", "message": message, "where": ""}
