@@ -28,6 +28,10 @@ class SubmissionError(Exception):
     """
 
 
+class CallTimedOut(SubmissionError):
+    """The call did not return in time (or the run's time was up); its worker was killed."""
+
+
 class Link(Protocol):
     """One side's view of the other: `send` delivers a request and returns the final answer to it."""
 
@@ -36,6 +40,7 @@ class Link(Protocol):
 
 def place_call(codec: Codec, link: Link, request: dict, args: tuple, kwargs: dict) -> Any:
     """Encode a call, send it, write the callee's mutations back into `args`/`kwargs`, return its value."""
+    __tracebackhide__ = True
     message = dict(
         request, args=[codec.encode(a) for a in args], kwargs={k: codec.encode(v) for k, v in kwargs.items()}
     )
@@ -93,6 +98,10 @@ def rebuild_exception(module: types.ModuleType, answer: dict) -> Exception:
     exists (so ``pytest.raises(ValueError)`` works), else a SubmissionError that names the type."""
     name, message = str(answer.get("type")), str(answer.get("message"))
     where = answer.get("where") or ""
+    if answer.get("timed_out"):
+        return CallTimedOut(message)
+    if name == "SubmissionError":
+        return SubmissionError(message + where)
     for home in (builtins, module):
         cls = getattr(home, name, None)
         if (

@@ -1,56 +1,99 @@
 """The `student` object: the tests' handle on a submission. ``student.softmax([1.0, 2.0])`` calls the
-submission's function through the codec and the worker, and reads as if the call were local: the value
+submission's function through the codec and a worker, and reads as if the call were local: the value
 comes back as the lab's own types (the reference's classes when grading), and arguments the call
 mutated (a policy, a gradient table, a Meter, a `random.Random`) are updated in the caller's objects.
+
+After a call times out, the other functions of the same exercise fail at once ("timed out earlier")
+for the rest of the run, so one endless loop costs one timeout per exercise, not one per test.
 """
 
 from __future__ import annotations
 
+import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from grader.codec import Codec, dumps, loads
-from grader.protocol import Link, perform, place_call, raise_answer
+from grader.protocol import CallTimedOut, Link, SubmissionError, perform, place_call, raise_answer
+from grader.sandbox import Limits, Sandbox
 from grader.worker import Worker
 
 
 class Student:
-    """Calls into one submission. `lab` is the module whose classes values are decoded into;
+    """Calls into one submission. `decodes_into` is the module whose classes values are decoded into;
     `reference`, when given, answers the worker's requests for other exercises' functions."""
 
-    def __init__(self, link: Link, lab: types.ModuleType, reference: types.ModuleType | None = None):
-        self._link = link
+    def __init__(
+        self,
+        lab: types.ModuleType,
+        reference: types.ModuleType | None = None,
+        exercise_of: dict[str, int] | None = None,
+        timed_out: set[int] | None = None,
+    ):
+        self.link: Link | None = None
+        self.decodes_into = lab
         self._codec = Codec(lab, issue_callbacks=True)
         self._reference = reference
-        self.decodes_into = lab
+        self._exercise_of = exercise_of or {}
+        self._timed_out = timed_out if timed_out is not None else set()
+        self._open_call: str | None = None  # the function whose call is under way
+
+    def __repr__(self) -> str:
+        return "<the submission>"
 
     def __getattr__(self, name: str) -> Callable:
-        if name.startswith("__"):
+        # Only the lab's functions: a probe such as hypothesis's `_repr_pretty_` must not become a call.
+        if name.startswith("__") or not (
+            name in self._exercise_of or callable(getattr(self.decodes_into, name, None))
+        ):
             raise AttributeError(name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return place_call(self._codec, self._link, {"op": "call", "function": name}, args, kwargs)
-            finally:
-                self._codec.forget_callables()
+            __tracebackhide__ = True  # a failing test shows its own line, not the grader's plumbing
+            return self._call(name, args, kwargs)
 
         call.__name__ = call.__qualname__ = name
         return call
 
+    def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        __tracebackhide__ = True
+        exercise = self._exercise_of.get(name)
+        if exercise in self._timed_out:
+            raise CallTimedOut(f"not called: exercise {exercise} timed out earlier in this run")
+        self._open_call = name
+        try:
+            return place_call(self._codec, self.link, {"op": "call", "function": name}, args, kwargs)
+        except CallTimedOut:
+            if exercise is not None:
+                self._timed_out.add(exercise)
+            raise
+        finally:
+            self._open_call = None
+            self._codec.forget_callables()
+
     def serve(self, message: dict) -> dict:
         """Answer a request the worker sends while one of our calls is open."""
         op = message.get("op")
-        if op == "reference" and self._reference is not None:
-            fn = getattr(self._reference, str(message.get("function")), None)
-            if callable(fn):
-                return perform(self._codec, fn, message)
+        name = str(message.get("function"))
+        if op == "reference" and self._reference is not None and self._may_answer(name):
+            return perform(self._codec, getattr(self._reference, name), message)
         if op == "callback":
             fn = self._codec.callbacks.get(message.get("handle"))
             if fn is not None:
                 return perform(self._codec, fn, message)
         return raise_answer(LookupError(f"the grader cannot serve {op!r} {message.get('function', '')}"))
+
+    def _may_answer(self, name: str) -> bool:
+        """The reference answers only for another exercise than the open call's: never the one graded."""
+        exercise = self._exercise_of.get(name)
+        return (
+            self._open_call is not None
+            and exercise is not None
+            and exercise != self._exercise_of.get(self._open_call)
+            and callable(getattr(self._reference, name, None))
+        )
 
 
 class _JSONLink:
@@ -68,14 +111,63 @@ def in_process_student(
     lab: types.ModuleType | None,
     reference: types.ModuleType | None,
     exercise_of: dict[str, int],
+    timed_out: set[int] | None = None,
+    broken: dict[str, str] | None = None,
 ) -> Student:
-    """A Student whose worker runs in this process (the handout, and the suites until the sandbox).
-
-    With no `lab`, values are decoded into the submission's own module (a student's local run).
-    """
-    student: Student | None = None
+    """A Student whose worker runs in this process: for debugging a submission (pdb works), and for
+    the kit's own tests of the protocol. No time limits. With no `lab`, values are decoded into the
+    submission's own module."""
+    holder: list[Student] = []
     worker = Worker(
-        submission, exercise_of, _JSONLink(lambda m: student.serve(m)), isolate=reference is not None
+        submission, exercise_of, _JSONLink(lambda m: holder[0].serve(m)), isolate=reference is not None
     )
-    student = Student(_JSONLink(worker.handle), lab or worker.module or types.ModuleType("empty"), reference)
+    student = Student(lab or worker.module or types.ModuleType("empty"), reference, exercise_of, timed_out)
+    student.link = _JSONLink(worker.handle)
+    holder.append(student)
     return student
+
+
+def sandboxed_student(
+    module_source: str,
+    lab: types.ModuleType,
+    reference: types.ModuleType | None,
+    exercise_of: dict[str, int],
+    timed_out: set[int] | None = None,
+    limits: Limits | None = None,
+    broken: dict[str, str] | None = None,
+) -> tuple[Student, Sandbox]:
+    """A Student whose worker is a sandboxed process (grader.sandbox); close the Sandbox when done."""
+    student = Student(lab, reference, exercise_of, timed_out)
+    sandbox = Sandbox(module_source, exercise_of, reference is not None, student.serve, limits, broken)
+    student.link = sandbox
+    return student, sandbox
+
+
+class _Unanswerable:
+    """A link that answers every call with the same failure (a submission intake could not read)."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def send(self, message: dict) -> dict:
+        return {"op": "raise", "type": "SubmissionError", "message": self.message, "where": ""}
+
+
+def unanswerable_student(message: str) -> Student:
+    """A Student for a submission that cannot be graded at all: every call fails with `message`."""
+    student = Student(types.ModuleType("empty"))
+    student.link = _Unanswerable(message)
+    return student
+
+
+def load_own_module(module_source: str) -> types.ModuleType:
+    """The submission loaded in this process, to decode into when there is no reference (a student's run)."""
+    from grader.worker import load_module
+
+    folder = Path(tempfile.mkdtemp(prefix="optlab-own-"))
+    path = folder / "optimization_toolkit.py"
+    path.write_text(module_source, encoding="utf-8")
+    try:
+        return load_module(path, "optimization_toolkit")
+    except BaseException as exc:  # noqa: BLE001 - the student's own module failed; decode into nothing
+        raise SubmissionError(f"your module could not be imported: {type(exc).__name__}: {exc}") from None

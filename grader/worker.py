@@ -9,12 +9,14 @@ same JSON messages a sandboxed process will use; only the transport changes when
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from grader.codec import Codec
+from grader.audit import Confinement
+from grader.codec import Codec, dumps, loads
 from grader.protocol import Link, perform, place_call, raise_answer
 
 SUBMISSION_MODULE = "optimization_toolkit"
@@ -42,8 +44,16 @@ class Worker:
     grader, used for reference answers (when `isolate` is on) and for callables the test passed.
     """
 
-    def __init__(self, path: Path, exercise_of: dict[str, int], grader: Link, isolate: bool = True):
+    def __init__(
+        self,
+        path: Path,
+        exercise_of: dict[str, int],
+        grader: Link,
+        isolate: bool = True,
+        broken: dict[str, str] | None = None,
+    ):
         self.path = Path(path)
+        self.broken = broken or {}  # definitions intake dropped for a syntax error: name -> where
         self.exercise_of = exercise_of
         self.grader = grader
         self.isolate = isolate
@@ -69,6 +79,8 @@ class Worker:
             )
         fn = vars(self.module).get(name)
         if not callable(fn):
+            if name in self.broken:
+                return _failure(f"{name}() could not be graded: it has a syntax error ({self.broken[name]})")
             return _failure(f"the submission does not define {name}()")
         try:
             with self._isolated(self._others(name)):
@@ -121,3 +133,39 @@ class _Patched:
 
 def _failure(message: str) -> dict:
     return {"op": "raise", "type": "SubmissionError", "message": message, "where": ""}
+
+
+class PipeLink:
+    """The worker's end of its two pipes: one JSON message per line, each way."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self._reader = os.fdopen(read_fd, "rb", buffering=1 << 16)
+        self._writer = os.fdopen(write_fd, "wb", buffering=0)
+
+    def receive(self) -> dict | None:
+        line = self._reader.readline()
+        return loads(line.decode("utf-8")) if line else None
+
+    def post(self, message: dict) -> None:
+        self._writer.write(dumps(message).encode("utf-8") + b"\n")
+
+    def send(self, message: dict) -> dict:
+        """A request of the worker's own (reference answer, callback): its answer is the next message."""
+        self.post(message)
+        answer = self.receive()
+        if answer is None:
+            raise SystemExit(0)  # the grader has gone: nothing left to answer
+        return answer
+
+
+def serve(config: dict) -> None:
+    """The worker process's main loop: confine this process, import the submission, answer each request.
+
+    `config`: read_fd, write_fd, module (path), scratch, read_roots, exercise_of, isolate, broken.
+    """
+    Confinement(config["scratch"], config["read_roots"]).install()
+    link = PipeLink(config["read_fd"], config["write_fd"])
+    worker = Worker(Path(config["module"]), config["exercise_of"], link, config["isolate"], config["broken"])
+    link.post({"op": "ready"})
+    while (message := link.receive()) is not None:
+        link.post(worker.handle(message))

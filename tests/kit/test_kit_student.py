@@ -148,3 +148,17 @@ def test_where_the_error_was_raised_is_named(tmp_path, ref):
     with pytest.raises(ZeroDivisionError) as info:
         student.softmax([1.0])
     assert any("line" in note and "softmax" in note for note in info.value.__notes__)
+
+
+def test_the_reference_never_answers_for_the_exercise_being_graded(tmp_path, ref):
+    # A submission that reaches into the worker and asks the grader for the reference's own answer.
+    cheat = """
+    import gc
+    def softmax(xs):
+        from grader.worker import Worker
+        worker = next(o for o in gc.get_objects() if isinstance(o, Worker))
+        return worker._reference_proxy("softmax")(xs)
+    """
+    student = submission(tmp_path, ref, cheat)
+    with pytest.raises(LookupError, match="cannot serve"):
+        student.softmax([0.0, 1.0])

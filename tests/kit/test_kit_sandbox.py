@@ -1,0 +1,95 @@
+"""The sandbox on its own: CPU-time deadlines, a module that cannot import is not tried again, and a
+scratch folder the worker user could not reach is a clear error, not a silent zero."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import types
+from pathlib import Path
+
+import pytest
+
+from grader.protocol import CallTimedOut, SubmissionError
+from grader.sandbox import Limits, SandboxError
+from grader.student import sandboxed_student
+from grader.worker import load_module
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
+LIMITS = Limits(call_seconds=1.0, import_seconds=1.0)
+
+
+@pytest.fixture(scope="module")
+def ref() -> types.ModuleType:
+    return load_module(REFERENCE, "sandbox_test_reference")
+
+
+def open_student(ref, tail: str):
+    return sandboxed_student(
+        REFERENCE.read_text() + "\n\n" + tail, ref, ref, {"softmax": 8, "exact_kl": 16}, limits=LIMITS
+    )
+
+
+def test_an_endless_loop_is_stopped_by_its_cpu_time_and_the_exercise_fails_fast(ref):
+    student, sandbox = open_student(ref, "def softmax(xs):\n    while True:\n        pass\n")
+    try:
+        with pytest.raises(CallTimedOut, match="CPU time"):
+            student.softmax([0.0])
+        with pytest.raises(CallTimedOut, match="timed out earlier"):
+            student.softmax([1.0])
+        assert student.exact_kl([0.5, 0.5], [0.5, 0.5]) == 0.0  # a fresh worker answers the rest
+        assert sandbox.restarts == 2
+    finally:
+        sandbox.close()
+
+
+def test_code_that_sleeps_is_stopped_by_the_wall_clock(ref):
+    student, sandbox = open_student(ref, "import time\ndef softmax(xs):\n    time.sleep(60)\n")
+    try:
+        with pytest.raises(CallTimedOut, match="still running after 4 s"):
+            student.softmax([0.0])
+    finally:
+        sandbox.close()
+
+
+def test_a_module_that_cannot_import_is_not_imported_again(ref):
+    student, sandbox = open_student(ref, "while True:\n    pass\n")
+    try:
+        with pytest.raises(CallTimedOut, match="did not finish importing"):
+            student.softmax([0.0])
+        with pytest.raises(CallTimedOut, match="did not finish importing"):
+            student.exact_kl([1.0], [1.0])
+        assert sandbox.restarts == 1
+    finally:
+        sandbox.close()
+
+
+def test_closing_removes_the_scratch_folder_and_the_worker(ref):
+    student, sandbox = open_student(ref, "")
+    student.softmax([0.0])
+    pid = sandbox._process.pid
+    sandbox.close()
+    assert not sandbox.home.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_crash_during_a_call_is_named(ref):
+    student, sandbox = open_student(ref, "import os\ndef softmax(xs):\n    os._exit(7)\n")
+    try:
+        with pytest.raises(SubmissionError, match="exit code 7"):
+            student.softmax([0.0])
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the worker as another user")
+def test_a_scratch_folder_closed_to_the_worker_user_is_refused(ref, monkeypatch):
+    closed = Path(tempfile.mkdtemp(prefix="optlab-closed-"))  # mode 0700
+    monkeypatch.setattr(tempfile, "tempdir", str(closed))
+    try:
+        with pytest.raises(SandboxError, match="cannot reach"):
+            open_student(ref, "")
+    finally:
+        closed.rmdir()
