@@ -1,10 +1,12 @@
-"""`grader build`: generate the student module from the reference and the manifest, or list what is stale."""
+"""`grader build`: generate the student module from the reference and the manifest, and the suites'
+inventory from the suites, or list what is stale."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.inventory import INVENTORY, collect_inventory
 from grader.layout import MANIFEST, REFERENCE, STUDENT
 from grader.manifest import load_manifest
 from grader.reference import read_reference
@@ -24,7 +26,10 @@ def generated_files(root: Path) -> dict[Path, str]:
     """What `build` writes: relative path -> exact text."""
     reference = read_reference(root / REFERENCE, REFERENCE.as_posix())
     manifest = load_manifest(root / MANIFEST, reference, MANIFEST.as_posix())
-    return {STUDENT: stub_module(reference.source, manifest, reference.path)}
+    files = {STUDENT: stub_module(reference.source, manifest, reference.path)}
+    if (root / "tests").is_dir():
+        files[INVENTORY] = collect_inventory(root)
+    return files
 
 
 def build(root: Path, check: bool = False) -> BuildReport:

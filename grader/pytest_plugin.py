@@ -12,13 +12,25 @@ hypothesis profiles. The same plugin serves a student's local run, the kit's CI 
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
-from grader.student import Student, in_process_student
+from grader.intake import IntakeError, Submission, read_submission
+from grader.sandbox import Limits, protect_kit
+from grader.student import (
+    Student,
+    in_process_student,
+    load_own_module,
+    sandboxed_student,
+    unanswerable_student,
+)
 from grader.worker import load_module
 
 SUITES = ("visible", "hidden")
@@ -35,18 +47,38 @@ settings.register_profile(
     max_examples=25,
     print_blob=False,
     report_multiple_bugs=False,
+    # No shrinking: a failing example is reported as found. Grading needs the verdict, not the smallest
+    # input (hidden inputs are never shown), and shrinking a stub's failures costs seconds per test.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 # The kit's own deeper search (not for grading): more examples, still reproducible.
-settings.register_profile("deep", parent=settings.get_profile("grading"), max_examples=300)
+settings.register_profile(
+    "deep", parent=settings.get_profile("grading"), max_examples=300, phases=list(Phase)
+)
 settings.load_profile("grading")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("optlab", "optlab-kit suites")
-    group.addoption("--submission", metavar="PATH", help="the module under test (file, or folder holding it)")
+    group.addoption(
+        "--submission", metavar="PATH", help="the module under test: a .py file, a folder or a .zip"
+    )
     group.addoption(
         "--reference", metavar="PATH", help="the reference module (default: solutions/ of the kit)"
+    )
+    group.addoption(
+        "--worker",
+        choices=("sandbox", "inprocess"),
+        default="sandbox",
+        help="where the submission runs: a sandboxed process (default), or this process (to debug with pdb)",
+    )
+    group.addoption(
+        "--call-timeout", type=float, default=Limits.call_seconds, metavar="S", help="seconds per call"
+    )
+    group.addoption("--worker-log", metavar="PATH", help="append what the submission printed to this file")
+    group.addoption(
+        "--inventory-out", metavar="PATH", help="write the collected suite tests as JSON (grader build)"
     )
 
 
@@ -59,6 +91,7 @@ class Lab:
 
     def __init__(self, config: pytest.Config):
         root = Path(config.rootpath)
+        self.config = config
         self.submission = _submission_path(config.getoption("submission"), root)
         reference = config.getoption("reference") or (
             root / REFERENCE_FILE if (root / REFERENCE_FILE).is_file() else None
@@ -67,20 +100,49 @@ class Lab:
             load_module(Path(reference), "optlab_reference") if reference else None
         )
         self.exercise_of = _exercise_of(root / MANIFEST_FILE, Path(reference) if reference else None)
+        self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
+        self.limits = Limits(call_seconds=config.getoption("call_timeout"))
+        self.intake = _intake(self.submission)
+        if os.geteuid() == 0:
+            protect_kit(root)
 
-    def student(self) -> Student:
-        return in_process_student(self.submission, self.reference, self.reference, self.exercise_of)
+    def student(self) -> tuple[Student, Callable[[], None]]:
+        """A Student on a fresh worker, and what closes it."""
+        if isinstance(self.intake, str):
+            return unanswerable_student(self.intake), lambda: None
+        lab = self.reference or load_own_module(self.intake.source)
+        broken = self.intake.broken
+        if self.config.getoption("worker") == "inprocess":
+            path = Path(tempfile.mkdtemp(prefix="optlab-inprocess-")) / MODULE_FILE
+            path.write_text(self.intake.source, encoding="utf-8")
+            student = in_process_student(path, lab, self.reference, self.exercise_of, self.timed_out, broken)
+            return student, lambda: None
+        student, sandbox = sandboxed_student(
+            self.intake.source, lab, self.reference, self.exercise_of, self.timed_out, self.limits, broken
+        )
+        return student, lambda: self._close(sandbox)
+
+    def _close(self, sandbox) -> None:
+        log = self.config.getoption("worker_log")
+        if log:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(sandbox.output())
+        sandbox.close()
+
+
+def _intake(path: Path) -> Submission | str:
+    """The submission as intake reads it, or the one-line reason it cannot be graded."""
+    try:
+        return read_submission(path)
+    except IntakeError as error:
+        return str(error)
 
 
 def _submission_path(option: str | None, root: Path) -> Path:
     if option:
         path = Path(option)
-        if path.is_dir():
-            path = path / MODULE_FILE
-        if not path.is_file():
-            raise pytest.UsageError(
-                f"--submission {option}: no such file (give a .py file or a folder holding {MODULE_FILE})"
-            )
+        if not path.exists():
+            raise pytest.UsageError(f"--submission {option}: no such file or folder")
         return path.resolve()
     for candidate in (root / MODULE_FILE, root / REFERENCE_FILE):
         if candidate.is_file():
@@ -104,9 +166,11 @@ def optlab(pytestconfig: pytest.Config) -> Lab:
 
 
 @pytest.fixture(scope="package")
-def student(optlab: Lab) -> Student:
-    """The submission, called through the codec; one worker per suite (package)."""
-    return optlab.student()
+def student(optlab: Lab) -> Iterator[Student]:
+    """The submission, called through the codec; a fresh worker per suite (package)."""
+    handle, close = optlab.student()
+    yield handle
+    close()
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +184,7 @@ def reference(optlab: Lab) -> types.ModuleType:
 @pytest.fixture(scope="package")
 def lab(optlab: Lab, student: Student) -> GivenParts:
     """The lab's given parts: from the reference when grading, else from the submission itself."""
-    return GivenParts(student.decodes_into, optlab.exercise_of)
+    return GivenParts(optlab.reference or student.decodes_into, optlab.exercise_of)
 
 
 class GivenParts:
@@ -148,8 +212,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         item.user_properties.append(("exercise", marks[0].args[0]))
         item.user_properties.append(("suite", suite))
+        item.user_properties.append(("property", _first_doc_line(item)))
     if problems:
         raise pytest.UsageError("\n".join(problems))
+    if out := config.getoption("inventory_out"):
+        Path(out).write_text(json.dumps([_inventory_entry(i) for i in items if _suite_of(i)], indent=1))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Record a failure's exception text (with its notes) for the results, whatever --tb says."""
+    report = yield
+    if report.failed and call.excinfo is not None and _suite_of(item):
+        # on the item: pytest-json-report reads the properties of the teardown report, made later
+        item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
+    return report
+
+
+def _inventory_entry(item: pytest.Item) -> dict:
+    props = dict(item.user_properties)
+    return {
+        "nodeid": item.nodeid,
+        "exercise": props["exercise"],
+        "suite": props["suite"],
+        "property": props["property"],
+    }
+
+
+def _first_doc_line(item: pytest.Item) -> str:
+    """What the test checks, in its own words: the first paragraph of its docstring (else its name)."""
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    paragraph = doc.strip().split("\n\n", 1)[0]
+    text = " ".join(paragraph.split())
+    return text or item.name.removeprefix("test_").replace("_", " ")
 
 
 def _suite_of(item: pytest.Item) -> str | None:

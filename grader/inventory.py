@@ -1,0 +1,82 @@
+"""The suites' inventory (tests/inventory.json): every test the suites hold, with its exercise, suite and
+the property it states, and the SHA-256 of every suite file. `grader build` writes it by collecting the
+suites (no submission code runs); grading checks the files against it before a run and counts every
+test of it that the run did not report as failed, so no test can go missing silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.errors import KitError
+from grader.suites import SUITES, TestRecord
+
+INVENTORY = Path("tests/inventory.json")
+
+
+class InventoryError(KitError):
+    """The suites on disk are not the ones the inventory describes (or it is missing)."""
+
+
+def suite_files(root: Path) -> dict[str, str]:
+    """Relative path -> SHA-256 of every file the suites run: the test files and their conftest."""
+    paths = [root / "tests" / "conftest.py"]
+    for suite in SUITES:
+        paths += sorted((root / "tests" / suite).rglob("*.py"))
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in paths
+        if p.is_file()
+    }
+
+
+def collect_inventory(root: Path) -> str:
+    """The inventory's text for the suites at `root` (collects them in a child pytest)."""
+    with tempfile.TemporaryDirectory(prefix="optlab-inventory-") as scratch:
+        out = Path(scratch) / "tests.json"
+        command = [
+            sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+            f"--rootdir={root}", f"--inventory-out={out}", *[str(root / "tests" / s) for s in SUITES],
+        ]  # fmt: skip
+        run = subprocess.run(command, cwd=root, capture_output=True, text=True)
+        if run.returncode != 0 or not out.is_file():
+            tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-5:])
+            raise InventoryError(f"collecting the suites failed: {tail}")
+        tests = json.loads(out.read_text())
+    document = {"files": suite_files(root), "tests": tests}
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def load_inventory(root: Path) -> dict:
+    """The committed inventory, after checking that the suite files are the ones it describes."""
+    path = root / INVENTORY
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InventoryError(f"{INVENTORY} is missing: run grader build") from None
+    except (OSError, ValueError) as error:
+        raise InventoryError(f"{INVENTORY} cannot be read ({error}): run grader build") from None
+    actual = suite_files(root)
+    if actual != document.get("files"):
+        changed = sorted(set(actual.items()) ^ set(document.get("files", {}).items()))
+        raise InventoryError(f"the suite files differ from {INVENTORY} ({changed[0][0]}): run grader build")
+    return document
+
+
+def account_for(inventory: dict, records: list[TestRecord], reason: str) -> list[TestRecord]:
+    """`records` in inventory order, each expected test that is absent added as failed with `reason`."""
+    reported = {r.nodeid: r for r in records}
+    out = []
+    for test in inventory["tests"]:
+        record = reported.get(test["nodeid"])
+        if record is None:
+            record = TestRecord(
+                test["nodeid"], test["exercise"], test["suite"], False, "missing", test["property"], reason
+            )
+        out.append(record)
+    return out

@@ -1,0 +1,84 @@
+"""`grader validate`: the suites judge the kit's own two modules as they must. The reference passes every
+test; the stubs earn nothing, and every test fails with its own exercise's NotImplementedError (not with
+an unrelated error, which would mean the test is broken or calls the wrong exercise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.manifest import Exercise, Manifest, load_manifest
+from grader.reference import read_reference
+from grader.suites import SUITES, TestRecord, run_suites
+
+
+@dataclass(frozen=True)
+class ExerciseCheck:
+    """How one exercise fared on the reference and on the stubs."""
+
+    exercise: Exercise
+    reference: tuple[TestRecord, ...]
+    stubs: tuple[TestRecord, ...]
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        for suite in SUITES:
+            if not any(r.suite == suite for r in self.reference):
+                out.append(f"no {suite} tests")
+        out += [f"reference fails {r.nodeid}" for r in self.reference if not r.passed]
+        out += [f"stubs pass {r.nodeid}" for r in self.stubs if r.passed]
+        expected = f"NotImplementedError: exercise {self.exercise.id} ({self.exercise.title}): implement "
+        out += [
+            f"stubs fail {r.nodeid} with something else: {_first_error_line(r.message)}"
+            for r in self.stubs
+            if not r.passed and expected not in r.message
+        ]
+        if {r.nodeid for r in self.reference} != {r.nodeid for r in self.stubs}:
+            out.append("the two runs collected different tests")
+        return out
+
+
+def validate(root: Path) -> list[ExerciseCheck]:
+    """Run both suites on the reference and on the stubs; one check per exercise, in manifest order."""
+    manifest = _manifest(root)
+    on_reference = run_suites(root, root / REFERENCE)
+    on_stubs = run_suites(root, root / STUDENT)
+    return [
+        ExerciseCheck(
+            exercise,
+            tuple(r for r in on_reference if r.exercise == exercise.id),
+            tuple(r for r in on_stubs if r.exercise == exercise.id),
+        )
+        for exercise in manifest.exercises
+    ]
+
+
+def report_rows(checks: list[ExerciseCheck]) -> list[str]:
+    """A table: one row per exercise, then each problem indented below its row."""
+    rows = [f"{'exercise':32} {'visible':>7} {'hidden':>7}  {'reference':>9}  {'stubs':>7}  verdict"]
+    for check in checks:
+        counts = [sum(r.suite == s for r in check.reference) for s in SUITES]
+        ref_passed = sum(r.passed for r in check.reference)
+        stub_passed = sum(r.passed for r in check.stubs)
+        verdict = "ok" if not check.problems else "PROBLEM"
+        rows.append(
+            f"{check.exercise.label[:32]:32} {counts[0]:>7} {counts[1]:>7}  "
+            f"{ref_passed:>4}/{len(check.reference):<4}  {stub_passed:>3}/{len(check.stubs):<3}  {verdict}"
+        )
+        rows += [f"    {problem}" for problem in check.problems]
+    return rows
+
+
+def _manifest(root: Path) -> Manifest:
+    reference = read_reference(root / REFERENCE, REFERENCE.as_posix())
+    return load_manifest(root / MANIFEST, reference, MANIFEST.as_posix())
+
+
+def _first_error_line(message: str) -> str:
+    for line in message.splitlines():
+        if line.startswith("E "):
+            return line[1:].strip()[:160]
+    return message.strip().splitlines()[-1][:160] if message.strip() else "?"

@@ -1,0 +1,208 @@
+"""Exercise 1: p_correct (hidden checks: reference comparisons and properties)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import expect_close, expect_true
+
+pytestmark = pytest.mark.exercise(1)
+
+KINDS = ("A", "B", "C", "D", "E", "F")
+RULE_WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties")
+FILLERS = ("Solve", "the", "task", "now", "please", "carefully", "persona", "step")
+WORDS = RULE_WORDS + FILLERS
+FILLER = "please"  # a word that is no rule word and no conflict keyword
+CONFLICT_KEYS = (("negatives", "C"), ("abbrev", "F"))  # the keys of lab.CONFLICTS
+
+instruction_words = st.lists(st.sampled_from(WORDS), max_size=14)
+demo_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.booleans()), max_size=10)
+param_specs = st.fixed_dictionaries(
+    {
+        "base": st.floats(0.0, 1.0),
+        "instr_gain": st.floats(0.0, 0.6),
+        "demo_gain": st.floats(0.0, 0.3),
+        "bad_demo_pen": st.floats(0.0, 0.3),
+        "length_pen": st.floats(0.0, 0.1),
+        "free_words": st.integers(0, 12),
+        "demo_len_pen": st.floats(0.0, 0.1),
+        "free_demos": st.integers(0, 8),
+        "floor": st.floats(0.0, 0.3),
+        "cap": st.floats(0.7, 1.0),
+    }
+)
+
+
+def _demos(lab, specs):
+    return tuple(lab.Demo(i, kind, i % 4, ok) for i, (kind, ok) in enumerate(specs))
+
+
+def _program(lab, parse_words, answer_words, demo_specs=()):
+    return lab.Program(
+        {"parse": " ".join(parse_words), "answer": " ".join(answer_words)}, _demos(lab, demo_specs)
+    )
+
+
+def _unclipped(lab, **fields):
+    """ToyParams whose floor and cap never bind, so differences show the raw model."""
+    return lab.ToyParams(floor=-100.0, cap=100.0, **fields)
+
+
+def _module_words(lab, kind, own, other):
+    """(parse words, answer words) with `own` in the kind's module and `other` in the other one."""
+    return (own, other) if lab.MODULE_OF[kind] == "parse" else (other, own)
+
+
+@given(instruction_words, instruction_words, demo_specs, st.one_of(st.none(), param_specs))
+def test_matches_reference_model(student, lab, reference, parse_words, answer_words, specs, fields):
+    """the accuracy of every kind matches the reference model (programs, demos and parameters vary)"""
+    prog = _program(lab, parse_words, answer_words, specs)
+    extra = () if fields is None else (lab.ToyParams(**fields),)
+    ref_extra = () if fields is None else (reference.ToyParams(**fields),)
+    ref_prog = reference.Program(dict(prog.instructions), _demos(reference, specs))
+    got = {kind: student.p_correct(prog, kind, *extra) for kind in KINDS}
+    want = {kind: reference.p_correct(ref_prog, kind, *ref_extra) for kind in KINDS}
+    expect_close(
+        got,
+        want,
+        f"p_correct(prog, kind{', params' if extra else ''}) for each kind\n"
+        f"  prog = {prog!r}\n  params = {extra}",
+        rel=1e-9,
+        abs=1e-12,
+    )
+
+
+@given(instruction_words, instruction_words, demo_specs, param_specs)
+def test_result_within_floor_and_cap(student, lab, parse_words, answer_words, specs, fields):
+    """the result always lies within [params.floor, params.cap]"""
+    prog = _program(lab, parse_words, answer_words, specs)
+    params = lab.ToyParams(**fields)
+    for kind in KINDS:
+        p = student.p_correct(prog, kind, params)
+        expect_true(
+            params.floor - 1e-12 <= p <= params.cap + 1e-12,
+            f"p_correct(prog, {kind!r}, params) = {p!r} is outside [floor, cap]",
+            f"prog = {prog!r}\n  params = {params!r}",
+        )
+
+
+@given(st.sampled_from(KINDS), instruction_words, instruction_words, demo_specs, st.floats(0.0, 0.6))
+def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
+    """naming the kind's rule word in the kind's module adds exactly instr_gain (before clipping)"""
+    rule = lab.RULES[kind]
+    own = [w for w in own if w != rule]
+    params = _unclipped(lab, instr_gain=gain)
+    without = _program(lab, *_module_words(lab, kind, own + [FILLER], other), specs)
+    with_rule = _program(lab, *_module_words(lab, kind, own + [rule], other), specs)
+    p0 = student.p_correct(without, kind, params)
+    p1 = student.p_correct(with_rule, kind, params)
+    expect_close(
+        p1 - p0,
+        gain,
+        f"p_correct(with rule) - p_correct(without), kind {kind!r}\n"
+        f"  with = {with_rule!r}\n  without = {without!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@given(
+    st.sampled_from(KINDS),
+    st.integers(0, 5),
+    st.integers(0, 5),
+    demo_specs,
+    st.floats(0.0, 0.3),
+    st.floats(0.0, 0.3),
+)
+def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad, others, gain, pen):
+    """good demos of the kind add demo_gain and wrong ones cost bad_demo_pen, at most two of each, and
+    demos of other kinds do not count"""
+    params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
+    others = [(k, ok) for k, ok in others if k != kind]
+    mine = [(kind, True)] * good + [(kind, False)] * bad
+    base = _program(lab, ["Solve"], ["Solve"], [])
+    prog = _program(lab, ["Solve"], ["Solve"], others + mine)
+    diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
+    expect_close(
+        diff,
+        min(good, 2) * gain - min(bad, 2) * pen,
+        f"p_correct(prog, {kind!r}, params) - p_correct(no demos)\n  prog = {prog!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@given(st.sampled_from(CONFLICT_KEYS), instruction_words, instruction_words)
+def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
+    """a conflicting keyword costs its penalty on its kind only (its own kind still gains)"""
+    keyword, hurt = conflict
+    pen = lab.CONFLICTS[conflict]
+    helped = lab.KIND_OF_WORD[keyword]
+    own = [w for w in own if w != keyword]
+    params = _unclipped(lab)
+    without = _program(lab, *_module_words(lab, hurt, own + [FILLER], other))
+    with_kw = _program(lab, *_module_words(lab, hurt, own + [keyword], other))
+    for kind in KINDS:
+        want = -pen if kind == hurt else params.instr_gain if kind == helped else 0.0
+        diff = student.p_correct(with_kw, kind, params) - student.p_correct(without, kind, params)
+        expect_close(
+            diff,
+            want,
+            f"p_correct(with {keyword!r}, {kind!r}) - p_correct(without, {kind!r})\n"
+            f"  with = {with_kw!r}\n  without = {without!r}",
+            rel=1e-9,
+            abs=1e-9,
+        )
+
+
+@given(st.sampled_from(KINDS), instruction_words, st.integers(0, 6), st.integers(0, 12), st.floats(0.0, 0.1))
+def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extra, free, pen):
+    """every instruction word of the kind's module beyond free_words costs length_pen"""
+    params = _unclipped(lab, length_pen=pen, free_words=free)
+    short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
+    long = _program(lab, *_module_words(lab, kind, own + [FILLER] * extra, ["Solve"]))
+    n = len(own)
+    want = -pen * (max(0, n + extra - free) - max(0, n - free))
+    diff = student.p_correct(long, kind, params) - student.p_correct(short, kind, params)
+    expect_close(
+        diff,
+        want,
+        f"p_correct(long, {kind!r}) - p_correct(short, {kind!r})\n"
+        f"  long = {long!r}\n  short = {short!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@given(st.sampled_from(KINDS), demo_specs, st.integers(0, 6), st.integers(0, 8), st.floats(0.0, 0.1))
+def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra, free, pen):
+    """every demo beyond free_demos costs demo_len_pen, whatever its kind"""
+    params = _unclipped(lab, demo_len_pen=pen, free_demos=free)
+    other_kind = next(k for k in KINDS if k != kind)
+    few = _program(lab, ["Solve"], ["Solve"], specs)
+    many = _program(lab, ["Solve"], ["Solve"], [(other_kind, True)] * extra + list(specs))
+    n = len(specs)
+    want = -pen * (max(0, n + extra - free) - max(0, n - free))
+    diff = student.p_correct(many, kind, params) - student.p_correct(few, kind, params)
+    expect_close(
+        diff,
+        want,
+        f"p_correct(many demos, {kind!r}) - p_correct(fewer demos, {kind!r})\n"
+        f"  many = {many!r}\n  few = {few!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@given(st.sampled_from(KINDS), instruction_words, instruction_words, instruction_words, demo_specs)
+def test_only_the_kinds_module_matters(student, lab, kind, own, other_a, other_b, specs):
+    """only the instruction of the kind's own module changes its accuracy"""
+    a = _program(lab, *_module_words(lab, kind, own, other_a), specs)
+    b = _program(lab, *_module_words(lab, kind, own, other_b), specs)
+    expect_close(
+        student.p_correct(b, kind),
+        student.p_correct(a, kind),
+        f"p_correct(prog, {kind!r}) changed with the other module's instruction\n  a = {a!r}\n  b = {b!r}",
+        rel=1e-12,
+        abs=1e-12,
+    )

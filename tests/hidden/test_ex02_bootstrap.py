@@ -1,0 +1,194 @@
+"""Exercise 2: bootstrap_demos (hidden checks: reference comparisons and properties)."""
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(2)
+
+KINDS = ("A", "B", "C", "D", "E", "F")
+WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties", "Solve", "the", "task.", "step")
+
+seeds = st.integers(0, 2**32 - 1)
+train_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=14)
+program_specs = st.tuples(
+    st.lists(st.sampled_from(WORDS), max_size=6),
+    st.lists(st.sampled_from(WORDS), max_size=6),
+    st.lists(st.tuples(st.sampled_from(KINDS), st.booleans()), max_size=3),
+)
+param_specs = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {
+            "base": st.floats(0.0, 1.0),
+            "instr_gain": st.floats(0.0, 0.5),
+            "floor": st.floats(0.0, 0.3),
+            "cap": st.floats(0.7, 1.0),
+        }
+    ),
+)
+meter_specs = st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 200)))
+
+
+def _train(mod, specs):
+    # ids are not the positions, so that Demo.id must come from the example
+    return [mod.Example(100 + 3 * i, kind, answer) for i, (kind, answer) in enumerate(specs)]
+
+
+def _program(mod, spec):
+    parse, answer, demos = spec
+    return mod.Program(
+        {"parse": " ".join(parse), "answer": " ".join(answer)},
+        tuple(mod.Demo(i, kind, 0, ok) for i, (kind, ok) in enumerate(demos)),
+    )
+
+
+def _params(mod, spec):
+    return mod.ToyParams() if spec is None else mod.ToyParams(**spec)
+
+
+def _meter(mod, spec):
+    return None if spec is None else mod.Meter(None, *spec)
+
+
+def _what(prog, train, seed, params, meter, max_per_kind, keep_all):
+    return (
+        f"bootstrap_demos(prog, train, random.Random({seed}), {params!r}, {meter!r}, "
+        f"max_per_kind={max_per_kind}, keep_all={keep_all})\n  prog = {prog!r}\n  train = {train!r}"
+    )
+
+
+def _run(student, lab, seed, tspec, pspec, parspec, mspec, max_per_kind, keep_all):
+    """Call the student; returns (demos, rng, meter, train, prog, params, what)."""
+    train, prog, params, meter = (
+        _train(lab, tspec),
+        _program(lab, pspec),
+        _params(lab, parspec),
+        _meter(lab, mspec),
+    )
+    what = _what(prog, train, seed, params, _meter(lab, mspec), max_per_kind, keep_all)
+    rng = random.Random(seed)
+    demos = student.bootstrap_demos(
+        prog, train, rng, params, meter, max_per_kind=max_per_kind, keep_all=keep_all
+    )
+    return list(demos), rng, meter, train, prog, what
+
+
+def _tokens(lab, prog, ex):
+    """What one rollout charges (the given rollout's formula)."""
+    return len(prog.words(lab.MODULE_OF[ex.kind])) + 20 * len(prog.demos) + 15 + 10
+
+
+@given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
+def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec, mspec, per_kind, keep_all):
+    """the demos, the rng state and the meter after the call match the reference"""
+    got, rng, meter, _, _, what = _run(student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all)
+    ref_rng, ref_meter = random.Random(seed), _meter(reference, mspec)
+    want = reference.bootstrap_demos(
+        _program(reference, pspec),
+        _train(reference, tspec),
+        ref_rng,
+        _params(reference, parspec),
+        ref_meter,
+        max_per_kind=per_kind,
+        keep_all=keep_all,
+    )
+    expect_equal(
+        [(d.id, d.kind, d.answer, d.correct) for d in got],
+        [(d.id, d.kind, d.answer, d.correct) for d in want],
+        what + "\n  (id, kind, answer, correct)",
+    )
+    expect_equal(got, [lab.Demo(d.id, d.kind, d.answer, d.correct) for d in want], what + " (Demo objects)")
+    expect_true(
+        rng.getstate() == ref_rng.getstate(),
+        what,
+        "the rng state after the call differs from the reference's (other random draws)",
+    )
+    if meter is not None:
+        expect_equal(
+            (meter.rollouts, meter.tokens),
+            (ref_meter.rollouts, ref_meter.tokens),
+            what + ": (meter.rollouts, meter.tokens) after",
+        )
+
+
+@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+def test_keeps_only_passing_traces_within_the_cap_in_order(
+    student, lab, seed, tspec, pspec, parspec, per_kind
+):
+    """only passing traces are kept, at most max_per_kind per kind, in training order"""
+    got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
+    position = {ex.id: i for i, ex in enumerate(train)}
+    expect_true(all(d.id in position for d in got), what, f"a demo id is not a training id: {got!r}")
+    idx = [position[d.id] for d in got]
+    expect_true(idx == sorted(set(idx)), what, f"demos not in training order (or repeated): {got!r}")
+    for d in got:
+        ex = train[position[d.id]]
+        expect_true(
+            d.correct is True and d.answer == ex.answer and d.kind == ex.kind,
+            what,
+            f"{d!r} is not a passing trace of {ex!r}",
+        )
+    for kind in KINDS:
+        n = sum(1 for d in got if d.kind == kind)
+        expect_true(n <= per_kind, what, f"{n} demos of kind {kind}, max_per_kind={per_kind}: {got!r}")
+
+
+@given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
+def test_one_rollout_per_training_example(
+    student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
+):
+    """one rollout per training example is charged on the meter, with the rollout's tokens"""
+    mspec = mspec or (0, 0)
+    _, _, meter, train, prog, what = _run(
+        student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
+    )
+    want = (mspec[0] + len(train), mspec[1] + sum(_tokens(lab, prog, ex) for ex in train))
+    expect_equal((meter.rollouts, meter.tokens), want, what + ": (meter.rollouts, meter.tokens) after")
+
+
+@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspec, pspec, parspec, per_kind):
+    """with keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
+    got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, True)
+    seen, want_ids = {}, []
+    for ex in train:
+        if seen.get(ex.kind, 0) < per_kind:
+            seen[ex.kind] = seen.get(ex.kind, 0) + 1
+            want_ids.append(ex.id)
+    expect_equal([d.id for d in got], want_ids, what + ": the ids of the demos")
+    by_id = {ex.id: ex for ex in train}
+    for d in got:
+        ex = by_id[d.id]
+        expect_true(
+            d.kind == ex.kind and d.correct == (d.answer == ex.answer) and 0 <= d.answer < 4,
+            what,
+            f"{d!r} does not describe a trace of {ex!r} (correct means output == answer)",
+        )
+
+
+@given(seeds, train_specs, st.integers(0, 3))
+def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
+    """when every rollout passes, the demos are the first examples of each kind with their answers, and
+    each rollout draws one random number"""
+    params = {"floor": 1.0, "cap": 1.0}
+    spec = ([], [], [])
+    got, rng, _, train, _, what = _run(student, lab, seed, tspec, spec, params, None, per_kind, False)
+    seen, want = {}, []
+    for ex in train:
+        if seen.get(ex.kind, 0) < per_kind:
+            seen[ex.kind] = seen.get(ex.kind, 0) + 1
+            want.append(lab.Demo(ex.id, ex.kind, ex.answer, True))
+    expect_equal(got, want, what)
+    replay = random.Random(seed)
+    for _ in train:
+        replay.random()
+    expect_true(
+        rng.getstate() == replay.getstate(),
+        what,
+        f"the rng should have drawn exactly {len(train)} random() values (one per rollout)",
+    )

@@ -1,0 +1,145 @@
+"""Exercise 3: ucb_choice (hidden checks: reference comparisons and properties)."""
+
+import math
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(3)
+
+seeds = st.integers(0, 2**32 - 1)
+MEANS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.5, 0.6, 0.7, 0.75, 0.9, 1.0)
+
+
+def _add_up(means):
+    tot = 0.0
+    for m in means:
+        tot += m
+    return tot
+
+
+@st.composite
+def option_stats(draw, max_pulls=6):
+    """[sum of scores, pulls] as the search builds it: the sum of `pulls` minibatch means, added up in
+    order (so equal means in another order give ties within rounding, like 0.1 + 0.2 and 0.3)."""
+    pulls = draw(st.integers(0, max_pulls))
+    return [_add_up(draw(st.lists(st.sampled_from(MEANS), min_size=pulls, max_size=pulls))), pulls]
+
+
+stats_lists = st.lists(option_stats(), min_size=1, max_size=7)
+explores = st.one_of(st.sampled_from((0.0, 0.1, 0.25, 0.5, 0.9, 1.0)), st.floats(0.0, 1.0))
+
+
+def _what(stats, seed, **kw):
+    extra = "".join(f", {k}={v!r}" for k, v in kw.items())
+    return f"ucb_choice({stats!r}, random.Random({seed}){extra})"
+
+
+def _call(student, stats, seed, **kw):
+    rng = random.Random(seed)
+    return student.ucb_choice([list(s) for s in stats], rng, **kw), rng
+
+
+def _tied_best(stats):
+    """The indices whose mean + bonus is within 1e-12 of the best (untried: mean 0.5)."""
+    scores = [(tot / n if n else 0.5) + 0.5 / math.sqrt(n + 1) for tot, n in stats]
+    best = max(scores)
+    return [i for i, u in enumerate(scores) if best - u <= 1e-12]
+
+
+@given(stats_lists, seeds, st.booleans(), explores)
+def test_matches_reference(student, reference, stats, seed, surrogate, explore):
+    """the pick and the rng state after it match the reference"""
+    what = _what(stats, seed, surrogate=surrogate, explore=explore)
+    got, rng = _call(student, stats, seed, surrogate=surrogate, explore=explore)
+    ref_rng = random.Random(seed)
+    want = reference.ucb_choice([list(s) for s in stats], ref_rng, surrogate=surrogate, explore=explore)
+    expect_equal(got, want, what)
+    expect_true(
+        rng.getstate() == ref_rng.getstate(),
+        what,
+        "the rng state after the call differs from the reference's (other random draws)",
+    )
+
+
+@given(stats_lists, seeds, st.booleans(), explores)
+def test_result_is_a_valid_index(student, stats, seed, surrogate, explore):
+    """the pick is always an index into stats"""
+    what = _what(stats, seed, surrogate=surrogate, explore=explore)
+    got, _ = _call(student, stats, seed, surrogate=surrogate, explore=explore)
+    expect_true(
+        type(got) is int and 0 <= got < len(stats), what, f"got {got!r}, not an index below {len(stats)}"
+    )
+
+
+@given(stats_lists, seeds, explores)
+def test_surrogate_off_is_one_uniform_draw(student, stats, seed, explore):
+    """with the surrogate off the pick is rng.randrange(len(stats)), and nothing else is drawn"""
+    what = _what(stats, seed, surrogate=False, explore=explore)
+    got, rng = _call(student, stats, seed, surrogate=False, explore=explore)
+    replay = random.Random(seed)
+    expect_equal(got, replay.randrange(len(stats)), what)
+    expect_true(
+        rng.getstate() == replay.getstate(), what, "other random draws than one randrange(len(stats))"
+    )
+
+
+@given(stats_lists, seeds)
+def test_explore_zero_picks_among_the_best(student, stats, seed):
+    """with explore=0 the pick is rng.choice among the options tied for the best score, in index order,
+    after one rng.random()"""
+    what = _what(stats, seed, explore=0.0)
+    got, rng = _call(student, stats, seed, explore=0.0)
+    tied = _tied_best(stats)
+    replay = random.Random(seed)
+    replay.random()
+    expect_equal(got, replay.choice(tied), what + f"\n  (options tied for the best score: {tied})")
+    expect_true(
+        rng.getstate() == replay.getstate(), what, "other random draws than random() then choice(tied)"
+    )
+
+
+@given(stats_lists, seeds)
+def test_explore_one_is_always_uniform(student, stats, seed):
+    """with explore=1 every pick is uniform: rng.random(), then rng.randrange(len(stats))"""
+    what = _what(stats, seed, explore=1.0)
+    got, rng = _call(student, stats, seed, explore=1.0)
+    replay = random.Random(seed)
+    replay.random()
+    expect_equal(got, replay.randrange(len(stats)), what)
+    expect_true(
+        rng.getstate() == replay.getstate(), what, "other random draws than random() then randrange(n)"
+    )
+
+
+@given(st.lists(option_stats(), min_size=1, max_size=6), st.integers(0, 6), seeds)
+def test_an_untried_option_beats_weak_tried_ones(student, stats, where, seed):
+    """an untried option (mean 0.5, score 1.0) beats every tried option whose mean is at most 0.5"""
+    tried = [[min(tot, n / 2), n] for tot, n in stats if n > 0]
+    if not tried:
+        tried = [[0.0, 1]]
+    where = min(where, len(tried))
+    stats = tried[:where] + [[0.0, 0]] + tried[where:]
+    what = _what(stats, seed, explore=0.0)
+    got, _ = _call(student, stats, seed, explore=0.0)
+    expect_equal(got, where, what + "\n  (the only untried option)")
+
+
+@given(st.lists(st.sampled_from(MEANS), min_size=2, max_size=6), stats_lists, seeds)
+def test_rounding_differences_are_ties(student, means, others, seed):
+    """options whose scores differ only by float rounding (within 1e-12) are tied"""
+    twins = [[_add_up(means), len(means)], [_add_up(reversed(means)), len(means)]]
+    stats = twins + others
+    what = _what(stats, seed, explore=0.0)
+    got, rng = _call(student, stats, seed, explore=0.0)
+    tied = _tied_best(stats)
+    replay = random.Random(seed)
+    replay.random()
+    expect_equal(got, replay.choice(tied), what + f"\n  (options tied for the best score: {tied})")
+    expect_true(
+        rng.getstate() == replay.getstate(), what, "other random draws than random() then choice(tied)"
+    )

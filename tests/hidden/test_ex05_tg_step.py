@@ -1,0 +1,136 @@
+"""Exercise 5: tg_step (hidden checks: reference comparisons and properties)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(5)
+
+RULE_WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties")
+FILLERS = ("Solve", "the", "step", "now")
+
+# A gradient as the critic writes it: distinct rule words, most asked first (any order here).
+gradients = st.lists(st.sampled_from(RULE_WORDS), min_size=1, max_size=4, unique=True).map(
+    lambda ws: "consider naming: " + ", ".join(ws)
+)
+# A value: one or more words, maybe ending in "task." (a trailing '.' never sits on a rule word).
+values = st.tuples(
+    st.lists(st.sampled_from(RULE_WORDS + FILLERS), min_size=1, max_size=5), st.booleans()
+).map(lambda t: " ".join(t[0] + (["task."] if t[1] else [])))
+var_specs = st.tuples(values, st.booleans(), st.lists(gradients, max_size=4))
+graph_specs = st.lists(
+    st.tuples(st.sampled_from(("parse", "answer", "plan", "check", "route")), var_specs),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda t: t[0],
+)
+
+
+def _graph(mod, spec):
+    return [(module, mod.TGVar(value, module, grad, list(grads))) for module, (value, grad, grads) in spec]
+
+
+def _state(graph):
+    return [(module, var.value, var.role, var.requires_grad, list(var.grads)) for module, var in graph]
+
+
+def _step(student, lab, spec):
+    graph = _graph(lab, spec)
+    what = f"tg_step(graph)\n  graph = {graph!r}"
+    return list(student.tg_step(graph)), graph, what
+
+
+def _top_fresh(value, grads):
+    """The most asked word not yet in the value (ties alphabetical), or None."""
+    counts = {}
+    for g in grads:
+        for word in g[len("consider naming: ") :].split(", "):
+            counts[word] = counts.get(word, 0) + 1
+    fresh = [w for w in sorted(counts, key=lambda w: (-counts[w], w)) if w not in value.split()]
+    return fresh[0] if fresh else None
+
+
+@given(graph_specs)
+def test_matches_reference(student, lab, reference, spec):
+    """the modules returned and every variable after the step match the reference"""
+    got, graph, what = _step(student, lab, spec)
+    ref_graph = _graph(reference, spec)
+    want = reference.tg_step(ref_graph)
+    expect_equal(got, want, what)
+    expect_equal(
+        _state(graph), _state(ref_graph), what + ": (module, value, role, requires_grad, grads) after"
+    )
+
+
+@given(graph_specs)
+def test_every_gradient_is_cleared(student, lab, spec):
+    """after a step no variable has gradients left, whether it changed or not"""
+    _, graph, what = _step(student, lab, spec)
+    expect_equal(
+        [var.grads for _, var in graph], [[] for _ in graph], what + ": the gradients after the step"
+    )
+
+
+@given(graph_specs)
+def test_frozen_variables_never_change(student, lab, spec):
+    """a variable with requires_grad=False keeps its value and is never listed as changed"""
+    got, graph, what = _step(student, lab, spec)
+    for (module, (value, grad, _)), (_, var) in zip(spec, graph, strict=True):
+        if not grad:
+            expect_equal(var.value, value, what + f": the value of the frozen {module!r} after the step")
+            expect_true(module not in got, what, f"frozen {module!r} is listed as changed: {got!r}")
+
+
+@given(graph_specs)
+def test_adds_the_most_asked_fresh_word(student, lab, spec):
+    """a variable that may change gets its most-asked word not yet in its value (ties alphabetical), its
+    trailing '.' stripped and one space before the word; the caller's TGVar objects change"""
+    graph = _graph(lab, spec)
+    tgvars = [var for _, var in graph]
+    what = f"tg_step(graph)\n  graph = {graph!r}"
+    student.tg_step(graph)
+    for (module, (value, grad, grads)), var in zip(spec, tgvars, strict=True):
+        word = _top_fresh(value, grads) if grad else None
+        want = value if word is None else value.rstrip(".") + " " + word
+        expect_equal(var.value, want, what + f": the value of {module!r} after the step")
+
+
+@given(graph_specs)
+def test_returns_the_changed_modules_in_graph_order(student, lab, spec):
+    """the result lists exactly the modules whose value changed, in graph order"""
+    got, graph, what = _step(student, lab, spec)
+    changed = [
+        module for (module, (value, _, _)), (_, var) in zip(spec, graph, strict=True) if var.value != value
+    ]
+    expect_equal(got, changed, what)
+
+
+@st.composite
+def satisfied_vars(draw):
+    """(value, gradients) where every word the gradients ask for is already a word of the value."""
+    words = draw(st.lists(st.sampled_from(RULE_WORDS), min_size=1, max_size=4, unique=True))
+    value = " ".join(["Solve"] + words + draw(st.lists(st.sampled_from(FILLERS), max_size=2)))
+    grads = draw(
+        st.lists(
+            st.lists(st.sampled_from(words), min_size=1, max_size=3, unique=True).map(
+                lambda ws: "consider naming: " + ", ".join(ws)
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    return value, grads
+
+
+@given(graph_specs, satisfied_vars(), st.integers(0, 4))
+def test_no_fresh_word_no_change(student, lab, spec, satisfied, where):
+    """a variable whose asked words are all in its value keeps its value and is not listed as changed"""
+    value, grads = satisfied
+    module = "extra"
+    spec = spec[:where] + [(module, (value, True, grads))] + spec[where:]
+    got, graph, what = _step(student, lab, spec)
+    var = dict(graph)[module]
+    expect_equal((var.value, var.grads), (value, []), what + f": (value, grads) of {module!r} after the step")
+    expect_true(module not in got, what, f"{module!r} did not change but is listed: {got!r}")

@@ -1,0 +1,305 @@
+"""Exercise 6 (hidden): Pareto selection, against the reference and by its invariants."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(6)
+
+
+LEVELS = (0.0, 0.0, 0.5, 1.0)  # few distinct values: many ties, many all-zero instances
+
+
+def tables(levels=LEVELS, max_cand=6, max_inst=6):
+    """Score tables scores[k][i] with at least one candidate and one instance."""
+    return st.integers(1, max_cand).flatmap(
+        lambda n: st.integers(1, max_inst).flatmap(
+            lambda m: st.lists(
+                st.lists(st.sampled_from(levels), min_size=m, max_size=m), min_size=n, max_size=n
+            )
+        )
+    )
+
+
+def winners(scores):
+    n_inst = len(scores[0])
+    return [{k for k, row in enumerate(scores) if row[i] == max(r[i] for r in scores)} for i in range(n_inst)]
+
+
+def front_of(student, scores):
+    got = student.pareto_front(scores)
+    what = call("pareto_front", scores)
+    # "The set of candidates": a list, tuple or set of distinct indices, in any order.
+    expect_true(
+        isinstance(got, list | tuple | set | frozenset)
+        and all(type(k) is int for k in got)
+        and len(set(got)) == len(got),
+        what,
+        f"expected the distinct candidate indices, got {got!r}",
+    )
+    return sorted(got), what
+
+
+@given(tables())
+def test_front_matches_reference(student, reference, scores):
+    """pareto_front and _pareto give the reference's survivors and wins."""
+    got, what = front_of(student, scores)
+    expect_equal(got, reference.pareto_front(scores), what)
+    survivors, wins = student._pareto(scores)
+    want_survivors, want_wins = reference._pareto(scores)
+    expect_equal(set(survivors), want_survivors, call("_pareto", scores) + " (survivors, as a set)")
+    expect_equal([set(w) for w in wins], want_wins, call("_pareto", scores) + " (wins, as sets)")
+
+
+@settings(max_examples=15)
+@given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0), max_cand=8, max_inst=8))
+def test_front_matches_reference_on_larger_tables(student, reference, scores):
+    """pareto_front gives the reference's front on larger tables."""
+    got, what = front_of(student, scores)
+    expect_equal(got, reference.pareto_front(scores), what)
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
+    """wins[i] is the set of candidates that reach the best score on instance i."""
+    survivors, wins = student._pareto(scores)
+    what = call("_pareto", scores)
+    expect_equal([set(w) for w in wins], winners(scores), what + " (wins, as sets)")
+    front, _ = front_of(student, scores)
+    expect_true(
+        set(survivors) == set(front),
+        what,
+        f"the survivors {set(survivors)} differ from pareto_front's {front}",
+    )
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_front_is_never_empty(student, scores):
+    """the front is never empty."""
+    got, what = front_of(student, scores)
+    expect_true(len(got) > 0, what, "the front is empty")
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_every_best_score_is_kept(student, scores):
+    """every instance's best score is still reached by some survivor."""
+    got, what = front_of(student, scores)
+    for i, w in enumerate(winners(scores)):
+        expect_true(
+            w & set(got),
+            what,
+            f"front {got}: no survivor reaches the best score of instance {i} (won by {w})",
+        )
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_survivors_win_something(student, scores):
+    """every survivor wins at least one instance."""
+    got, what = front_of(student, scores)
+    won = set().union(*winners(scores))
+    expect_true(set(got) <= won, what, f"front {got} holds candidates that win no instance (winners: {won})")
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_unique_winners_survive(student, scores):
+    """a candidate that is the only winner of some instance survives."""
+    got, what = front_of(student, scores)
+    for i, w in enumerate(winners(scores)):
+        if len(w) == 1:
+            expect_true(w <= set(got), what, f"front {got} lacks {w}, the only winner of instance {i}")
+
+
+@settings(max_examples=12)
+@given(tables())
+def test_no_survivor_is_dominated(student, scores):
+    """no survivor is dominated by the other survivors (removal stops only when none is left)."""
+    got, what = front_of(student, scores)
+    wins, alive = winners(scores), set(got)
+    for k in got:
+        mine = [i for i, w in enumerate(wins) if k in w]
+        alone = [i for i in mine if not (wins[i] & alive) - {k}]
+        expect_true(
+            alone, what, f"front {got}: survivor {k} has no instance that it alone of the survivors wins"
+        )
+
+
+@settings(max_examples=12)
+@given(tables(), st.randoms(use_true_random=False))
+def test_instance_order_does_not_matter(student, scores, shuffler):
+    """permuting the instances does not change the front."""
+    got, what = front_of(student, scores)
+    order = list(range(len(scores[0])))
+    shuffler.shuffle(order)
+    permuted = [[row[i] for i in order] for row in scores]
+    got2, what2 = front_of(student, permuted)
+    expect_true(
+        got2 == got, what2, f"front {got2}, but {what} (the same instances in another order) gives {got}"
+    )
+
+
+@settings(max_examples=12)
+@given(tables(), st.integers(0, 5))
+def test_a_tie_won_by_all_changes_nothing(student, scores, where):
+    """an extra instance on which every candidate scores 0 does not change the front."""
+    got, what = front_of(student, scores)
+    at = min(where, len(scores[0]))
+    padded = [row[:at] + [0.0] + row[at:] for row in scores]
+    got2, what2 = front_of(student, padded)
+    expect_true(got2 == got, what2, f"front {got2}, but without the all-zero instance {what} gives {got}")
+
+
+@settings(max_examples=15)
+@given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0)), st.data())
+def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, data):
+    """when every winner wins some instance alone, the front is all winners, under any relabeling."""
+    n = len(scores)
+    solo = sorted(data.draw(st.sets(st.integers(0, n - 1)), label="candidates given a solo instance"))
+    scores = [row + [2.0 if j == k else 0.0 for j in solo] for k, row in enumerate(scores)]
+    wins = winners(scores)
+    won = set().union(*wins)
+    alone = {next(iter(w)) for w in wins if len(w) == 1}
+    if alone != won:  # some winner shares all its wins: the front may depend on the labels
+        return
+    got, what = front_of(student, scores)
+    expect_true(
+        got == sorted(won), what, f"front {got}, but every winner {sorted(won)} wins an instance alone"
+    )
+    order = data.draw(st.permutations(range(n)), label="new order of the candidates")
+    relabeled = [scores[k] for k in order]  # new candidate j is old candidate order[j]
+    got2, what2 = front_of(student, relabeled)
+    want = sorted(order.index(k) for k in got)
+    expect_true(
+        got2 == want, what2, f"front {got2}; {what} gives {got}, which maps to {want} after relabeling"
+    )
+
+
+@settings(max_examples=12)
+@given(tables(max_cand=4), st.integers(1, 3), st.data())
+def test_of_identical_candidates_only_the_last_can_survive(student, scores, copies, data):
+    """of identical candidates, only the one with the highest index can survive (lowest index goes first)."""
+    k = data.draw(st.integers(0, len(scores) - 1), label="copied candidate")
+    places = sorted(data.draw(st.lists(st.integers(0, len(scores)), min_size=copies, max_size=copies)))
+    table = [list(r) for r in scores]
+    for shift, p in enumerate(places):
+        table.insert(p + shift, list(scores[k]))
+    same = [j for j, row in enumerate(table) if row == scores[k]]
+    got, what = front_of(student, table)
+    early = [j for j in same[:-1] if j in got]
+    expect_true(
+        not early, what, f"front {got} keeps {early}, but candidate {same[-1]} is identical and comes later"
+    )
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7])
+def test_removal_goes_lowest_index_first(student, reference, n):
+    """dominated candidates are removed lowest index first, rescanning after each removal."""
+    # A cycle: instance i is won by candidates i and i+1 (mod n), so everyone starts dominated.
+    scores = [[1.0 if k in (i, (i + 1) % n) else 0.5 for i in range(n)] for k in range(n)]
+    got, what = front_of(student, scores)
+    expect_equal(got, reference.pareto_front(scores), what)
+    # Identical rows in front of a better one.
+    scores = [[1.0, 0.5]] * (n - 1) + [[1.0, 0.7]]
+    got, what = front_of(student, scores)
+    expect_equal(got, reference.pareto_front(scores), what)
+
+
+def test_front_with_many_candidates(student, reference):
+    """pareto_front finds the front of a larger table, whatever the order of its candidates."""
+    # Candidates k and k + 6 win instance k % 6 together: of each pair the later one survives.
+    scores = [[1.0 if i == k % 6 else 0.0 for i in range(6)] for k in range(12)]
+    for order in (list(range(12)), list(range(12))[::-1], [5, 11, 0, 7, 2, 9, 4, 1, 10, 3, 8, 6]):
+        table = [scores[k] for k in order]
+        got, what = front_of(student, table)
+        expect_equal(got, reference.pareto_front(table), what)
+
+
+@given(tables(), st.integers(0, 2**32 - 1))
+def test_select_candidate_matches_reference(student, reference, scores, seed):
+    """select_candidate draws what the reference draws and leaves the rng in the same state."""
+    rng_a, rng_b = random.Random(seed), random.Random(seed)
+    got = student.select_candidate(scores, rng_a)
+    want = reference.select_candidate(scores, rng_b)
+    what = call("select_candidate", scores, f"random.Random({seed})")
+    expect_equal(got, want, what)
+    expect_true(
+        rng_a.getstate() == rng_b.getstate(), what, "the rng is not in the reference's state after the call"
+    )
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [[1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0, 1.0]],
+        [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
+    ],
+    ids=["counts-1-1-3", "counts-3-3-4"],
+)
+def test_select_candidate_matches_reference_draw_after_draw(student, reference, scores):
+    """select_candidate draws what the reference draws, draw after draw from one rng."""
+    rng_a, rng_b = random.Random(7), random.Random(7)
+    for n in range(30):
+        got = student.select_candidate(scores, rng_a)
+        want = reference.select_candidate(scores, rng_b)
+        what = call("select_candidate", scores, "random.Random(7)") + f", draw {n + 1}"
+        expect_equal(got, want, what)
+        expect_true(
+            rng_a.getstate() == rng_b.getstate(),
+            what,
+            "the rng is not in the reference's state after the call",
+        )
+
+
+@settings(max_examples=10)
+@given(tables(), st.integers(0, 2**32 - 1))
+def test_select_candidate_returns_survivors(student, scores, seed):
+    """select_candidate only returns candidates of the front."""
+    front, _ = front_of(student, scores)
+    rng = random.Random(seed)
+    for _ in range(4):
+        got = student.select_candidate(scores, rng)
+        expect_true(
+            got in front,
+            call("select_candidate", scores, "rng"),
+            f"returned {got!r}, not in the front {front}",
+        )
+
+
+def test_select_candidate_weights_are_win_counts(student):
+    """select_candidate picks each survivor with probability proportional to the instances it wins."""
+    # Instances 0-7: candidate 0 alone; 8: candidate 1 alone; 9: candidate 2 alone; 10-13: everyone scores 0.
+    # Candidate 3 wins only the all-zero instances, shared, so it is dominated. Win counts 12, 5, 5.
+    count = {0: 12, 1: 5, 2: 5}
+    zeros = [0.0] * 4
+    scores = [
+        [1.0] * 8 + [0.0, 0.0] + zeros,
+        [0.0] * 8 + [1.0, 0.0] + zeros,
+        [0.0] * 8 + [0.0, 1.0] + zeros,
+        [0.5] * 8 + [0.5, 0.5] + zeros,
+    ]
+    total = sum(count.values())
+    rng, n = random.Random(20240605), 200
+    seen = {}
+    for _ in range(n):
+        k = student.select_candidate(scores, rng)
+        seen[k] = seen.get(k, 0) + 1
+    what = call("select_candidate", scores, "rng") + f" drawn {n} times"
+    expect_true(set(seen) <= set(count), what, f"drew {sorted(seen)}, but the front is {sorted(count)}")
+    for k in count:
+        p = count[k] / total
+        freq = seen.get(k, 0) / n
+        tol = 4.5 * (p * (1 - p) / n) ** 0.5
+        expect_true(
+            abs(freq - p) <= tol,
+            what,
+            f"candidate {k} came {seen.get(k, 0)} times ({freq:.3f}); "
+            f"its share of wins is {count[k]}/{total} = {p:.3f}",
+        )

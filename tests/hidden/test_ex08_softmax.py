@@ -1,0 +1,125 @@
+"""Exercise 8 (hidden): softmax, against the reference and by its properties."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_close, expect_true
+
+pytestmark = pytest.mark.exercise(8)
+
+
+# Logits within 600 of each other: every probability is a positive float (exp(-600) ~ 1e-261).
+logit = st.floats(-300.0, 300.0, allow_nan=False, allow_infinity=False)
+logits = st.lists(logit, min_size=1, max_size=8)
+
+
+def probs(student, xs):
+    got = student.softmax(xs)
+    what = call("softmax", xs)
+    expect_true(
+        isinstance(got, list | tuple) and len(got) == len(xs) and all(type(p) is float for p in got),
+        what,
+        f"expected {len(xs)} floats, got {got!r}",
+    )
+    return list(got), what
+
+
+@given(logits)
+def test_matches_reference(student, reference, xs):
+    """softmax gives the reference's probabilities."""
+    got, what = probs(student, xs)
+    expect_close(got, reference.softmax(xs), what, rel=1e-9, abs=1e-300)
+
+
+@given(logits)
+def test_sums_to_one_and_all_positive(student, xs):
+    """the probabilities are positive, at most 1, and sum to 1."""
+    got, what = probs(student, xs)
+    expect_true(all(0.0 < p <= 1.0 for p in got), what, f"got {got}: every entry should be in (0, 1]")
+    expect_true(abs(math.fsum(got) - 1.0) <= 1e-12, what, f"got {got}, which sums to {math.fsum(got)!r}")
+
+
+@given(logits, st.floats(-1000.0, 1000.0))
+def test_shift_invariance(student, xs, c):
+    """adding the same constant to every logit does not change the probabilities."""
+    got, what = probs(student, xs)
+    shifted = [x + c for x in xs]
+    got2, what2 = probs(student, shifted)
+    # x + c rounds to within about 1e-13 of the true sum, so the probabilities agree to about that.
+    expect_close(got2, got, what2 + f" vs {what}", rel=1e-9, abs=1e-15)
+
+
+@given(logits)
+def test_order_is_preserved(student, xs):
+    """a larger logit never gets a smaller probability, and equal logits get equal probabilities."""
+    got, what = probs(student, xs)
+    for i in range(len(xs)):
+        for j in range(len(xs)):
+            if xs[i] < xs[j]:
+                expect_true(
+                    got[i] <= got[j], what, f"logit {i} < logit {j} but p[{i}] = {got[i]} > p[{j}] = {got[j]}"
+                )
+                if xs[j] - xs[i] > 1e-6:
+                    expect_true(
+                        got[i] < got[j], what, f"logit {i} < logit {j} but p[{i}] = p[{j}] = {got[i]}"
+                    )
+            elif xs[i] == xs[j]:
+                expect_true(got[i] == got[j], what, f"equal logits {i}, {j} but p = {got[i]} and {got[j]}")
+
+
+@given(logits)
+def test_ratios_are_exponentials(student, xs):
+    """p_i / p_j = exp(x_i - x_j)."""
+    got, what = probs(student, xs)
+    top = max(range(len(xs)), key=lambda i: xs[i])
+    for i in range(len(xs)):
+        if xs[top] - xs[i] < 50:
+            expect_close(
+                got[i] / got[top], math.exp(xs[i] - xs[top]), what + f": p[{i}] / p[{top}]", rel=1e-9
+            )
+
+
+@given(logit, st.integers(1, 8))
+def test_equal_logits_are_uniform(student, x, n):
+    """equal logits give the uniform distribution."""
+    got, what = probs(student, [x] * n)
+    expect_close(got, [1.0 / n] * n, what, rel=1e-12)
+
+
+@given(
+    st.lists(st.floats(-5000.0, 5000.0), min_size=1, max_size=6), st.sampled_from([1000.0, -1000.0, 710.0])
+)
+def test_large_logits_give_finite_values(student, xs, big):
+    """large logits (like 1000) give finite probabilities that sum to 1."""
+    xs = [big] + xs
+    got, what = probs(student, xs)
+    expect_true(
+        all(math.isfinite(p) and p >= 0.0 for p in got), what, f"got {got}: expected finite values >= 0"
+    )
+    expect_true(abs(math.fsum(got) - 1.0) <= 1e-12, what, f"got {got}, which sums to {math.fsum(got)!r}")
+    expect_close(
+        got,
+        [math.exp(x - max(xs)) / math.fsum(math.exp(y - max(xs)) for y in xs) for x in xs],
+        what,
+        rel=1e-9,
+        abs=1e-300,
+    )
+
+
+@given(logit)
+def test_single_logit(student, x):
+    """a single logit gets probability 1."""
+    got, what = probs(student, [x])
+    expect_close(got, [1.0], what)
+
+
+@settings(max_examples=10)
+@given(logits)
+def test_input_is_not_changed(student, xs):
+    """softmax does not change its argument."""
+    before = list(xs)
+    probs(student, xs)
+    expect_true(xs == before, call("softmax", before), f"the argument became {xs}")

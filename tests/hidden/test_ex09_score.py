@@ -1,0 +1,160 @@
+"""Exercise 9 (hidden): add_score, against the reference, a numerical gradient and its algebra."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_close, expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(9)
+
+
+value = st.floats(-3.0, 3.0, allow_nan=False)
+weight = st.floats(-4.0, 4.0, allow_nan=False)
+
+
+@st.composite
+def setups(draw):
+    """(S, T, V, theta, g, s, t, v): a policy's logits, a gradient table already holding values, an entry."""
+    S, T, V = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(2, 4))
+    table = st.lists(
+        st.lists(st.lists(value, min_size=V, max_size=V), min_size=T, max_size=T), min_size=S, max_size=S
+    )
+    theta, g = draw(table), draw(table)
+    s, t, v = draw(st.integers(0, S - 1)), draw(st.integers(0, T - 1)), draw(st.integers(0, V - 1))
+    return S, T, V, theta, g, s, t, v
+
+
+def softmax(xs):
+    m = max(xs)
+    es = [math.exp(x - m) for x in xs]
+    return [e / math.fsum(es) for e in es]
+
+
+def copy3(x):
+    return [[list(row) for row in st] for st in x]
+
+
+def run(lab, student, setup, w):
+    S, T, V, theta, g, s, t, v = setup
+    pol = lab.TabPolicy(S, T, V, copy3(theta))
+    g = copy3(g)
+    got = student.add_score(g, pol, s, t, v, w)
+    what = (
+        call("add_score", "g", f"TabPolicy({S}, {T}, {V}, theta={theta})", s, t, v, w)
+        + f" with g = {setup[4]}"
+    )
+    return got, g, pol, what
+
+
+@given(setups(), weight)
+def test_matches_reference(lab, student, reference, setup, w):
+    """add_score changes g as the reference does."""
+    _, g, _, what = run(lab, student, setup, w)
+    S, T, V, theta, g0, s, t, v = setup
+    want = copy3(g0)
+    reference.add_score(want, reference.TabPolicy(S, T, V, copy3(theta)), s, t, v, w)
+    expect_close(g, want, what + ", then g", rel=1e-9, abs=1e-12)
+
+
+@given(setups(), weight)
+def test_adds_onehot_minus_probs(lab, student, setup, w):
+    """g[s][t] grows by w * (onehot(v) - probs(s, t)); every other entry of g stays as it was."""
+    got, g, pol, what = run(lab, student, setup, w)
+    S, T, V, theta, g0, s, t, v = setup
+    want = copy3(g0)
+    p = softmax(theta[s][t])
+    want[s][t] = [g0[s][t][u] + w * ((1.0 if u == v else 0.0) - p[u]) for u in range(V)]
+    expect_close(g, want, what + ", then g", rel=1e-9, abs=1e-12)
+    for s2 in range(S):
+        for t2 in range(T):
+            if (s2, t2) != (s, t):
+                expect_true(
+                    g[s2][t2] == g0[s2][t2],
+                    what,
+                    f"g[{s2}][{t2}] changed to {g[s2][t2]}: only g[{s}][{t}] may",
+                )
+
+
+@given(setups(), weight)
+def test_changes_g_in_place_and_returns_none(lab, student, setup, w):
+    """add_score changes the caller's g in place, leaves the policy alone and returns None."""
+    got, g, pol, what = run(lab, student, setup, w)
+    S, T, V, theta, g0, s, t, v = setup
+    expect_equal(pol.theta, theta, what + ", then the policy's theta")
+    expect_equal(got, None, what + " (the return value)")
+    if abs(w) >= 1e-3:  # smaller steps may round away against g's entries
+        expect_true(g != g0, what, "the caller's g did not change")
+
+
+@given(setups(), weight)
+def test_added_entries_sum_to_zero(lab, student, setup, w):
+    """the entries added to g[s][t] sum to 0 (onehot and probabilities both sum to 1)."""
+    _, g, _, what = run(lab, student, setup, w)
+    s, t = setup[5], setup[6]
+    added = [a - b for a, b in zip(g[s][t], setup[4][s][t], strict=False)]
+    expect_true(
+        abs(math.fsum(added)) <= 1e-12 * (1 + abs(w)) + 1e-14 * sum(map(abs, setup[4][s][t])),
+        what,
+        f"added {added} to g[{s}][{t}], which sums to {math.fsum(added)!r}",
+    )
+
+
+@settings(max_examples=12)
+@given(setups(), weight, weight)
+def test_accumulates_linearly_in_w(lab, student, setup, w1, w2):
+    """two calls with weights w1 and w2 add what one call with w1 + w2 adds."""
+    S, T, V, theta, g0, s, t, v = setup
+    pol = lab.TabPolicy(S, T, V, copy3(theta))
+    twice = copy3(g0)
+    student.add_score(twice, pol, s, t, v, w1)
+    student.add_score(twice, pol, s, t, v, w2)
+    once = copy3(g0)
+    student.add_score(once, pol, s, t, v, w1 + w2)
+    expect_close(
+        twice,
+        once,
+        call("add_score", "g", "policy", s, t, v, w1) + f" then with w = {w2}, vs once with "
+        f"w = {w1 + w2} (theta={theta}, g={g0})",
+        rel=1e-9,
+        abs=1e-12,
+    )
+
+
+@given(setups(), weight)
+def test_matches_numerical_gradient(lab, student, setup, w):
+    """what is added equals w times a central-difference gradient of log pi(v | s, t)."""
+    S, T, V, theta, _, s, t, v = setup
+    g = [[[0.0] * V for _ in range(T)] for _ in range(S)]
+    student.add_score(g, lab.TabPolicy(S, T, V, copy3(theta)), s, t, v, w)
+    h = 1e-5
+    for u in range(V):
+        up, down = list(theta[s][t]), list(theta[s][t])
+        up[u] += h
+        down[u] -= h
+        num = w * (math.log(softmax(up)[v]) - math.log(softmax(down)[v])) / (2 * h)
+        expect_close(
+            g[s][t][u],
+            num,
+            call("add_score", "zeros", f"TabPolicy({S}, {T}, {V}, theta={theta})", s, t, v, w)
+            + f": g[{s}][{t}][{u}] vs the central difference",
+            rel=1e-5,
+            abs=1e-7,
+        )
+
+
+def test_large_logits(lab, student):
+    """logits like 1000 give finite scores: the probabilities come from a stable softmax."""
+    theta = [[[1000.0, 999.0, 0.0]]]
+    g = [[[0.0, 0.0, 0.0]]]
+    student.add_score(g, lab.TabPolicy(1, 1, 3, copy3(theta)), 0, 0, 1, 1.0)
+    p = softmax(theta[0][0])
+    expect_close(
+        g,
+        [[[-p[0], 1.0 - p[1], -p[2]]]],
+        call("add_score", "zeros", f"TabPolicy(1, 1, 3, theta={theta})", 0, 0, 1, 1.0) + ", then g",
+        rel=1e-9,
+        abs=1e-12,
+    )

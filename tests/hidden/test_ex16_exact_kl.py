@@ -1,0 +1,133 @@
+"""Exercise 16 (exact KL), hidden checks: reference comparisons and properties of KL(p || q).
+
+Inputs never have q_i == 0 < p_i: there the seed divides by zero, and the true value is +inf.
+"""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_close, expect_true
+
+pytestmark = pytest.mark.exercise(16)
+
+# KL can come out at about -5e-16 where it is 0 (rounding), so "non-negative" allows a little below 0.
+TOL = 1e-12
+
+
+def _normalised(weights):
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+weight = st.floats(min_value=1e-3, max_value=1.0)
+
+
+@st.composite
+def positive_pair(draw, min_size=1, max_size=6):
+    """Two distributions over the same outcomes, both strictly positive."""
+    n = draw(st.integers(min_size, max_size))
+    p = _normalised(draw(st.lists(weight, min_size=n, max_size=n)))
+    q = _normalised(draw(st.lists(weight, min_size=n, max_size=n)))
+    return p, q
+
+
+@st.composite
+def pair_with_zeros(draw):
+    """p has zeros (some where q is 0 as well); q is positive wherever p is."""
+    n = draw(st.integers(2, 7))
+    support = draw(st.lists(st.booleans(), min_size=n, max_size=n).filter(any))
+    p = _normalised([draw(weight) if s else 0.0 for s in support])
+    q_zero = [not s and draw(st.booleans()) for s in support]
+    q_zero = q_zero if not all(q_zero) else [False] * n
+    q = _normalised([0.0 if z else draw(weight) for z in q_zero])
+    return p, q
+
+
+def _direct(p, q):
+    return math.fsum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True) if pi > 0)
+
+
+@given(positive_pair())
+def test_matches_the_reference(student, reference, pq):
+    """exact_kl gives the reference's value."""
+    p, q = pq
+    expect_close(student.exact_kl(p, q), reference.exact_kl(p, q), call("exact_kl", p, q), rel=1e-9, abs=TOL)
+
+
+@given(pair_with_zeros())
+def test_matches_the_direct_formula_with_zeros_in_p(student, pq):
+    """exact_kl is the sum of p_i ln(p_i / q_i) over p_i > 0, skipping outcomes where p_i == 0."""
+    p, q = pq
+    expect_close(student.exact_kl(p, q), _direct(p, q), call("exact_kl", p, q), rel=1e-9, abs=TOL)
+
+
+@given(positive_pair())
+def test_is_never_negative(student, pq):
+    """KL is never negative (up to rounding)."""
+    p, q = pq
+    got = student.exact_kl(p, q)
+    expect_true(got >= -TOL, f"{call('exact_kl', p, q)} should be >= 0 (up to rounding)", f"got {got!r}")
+
+
+@given(pair_with_zeros())
+def test_of_a_distribution_with_itself_is_zero(student, pq):
+    """KL(p || p) is 0."""
+    p, _ = pq
+    same = list(p)
+    expect_close(student.exact_kl(p, same), 0.0, call("exact_kl", p, same), abs=TOL)
+
+
+@given(positive_pair(min_size=2))
+def test_is_positive_when_the_distributions_differ(student, pq):
+    """KL(p || q) is positive when p and q differ (at least Pinsker's bound, half the squared L1 distance)."""
+    p, q = pq
+    got = student.exact_kl(p, q)
+    bound = 0.5 * sum(abs(a - b) for a, b in zip(p, q, strict=True)) ** 2
+    expect_true(
+        got >= bound - TOL, f"{call('exact_kl', p, q)} should be >= {bound!r} (Pinsker)", f"got {got!r}"
+    )
+
+
+@given(positive_pair(min_size=2))
+def test_swapping_the_arguments_gives_the_other_direction(student, pq):
+    """exact_kl(q, p) is KL(q || p), which in general differs from KL(p || q)."""
+    p, q = pq
+    expect_close(student.exact_kl(q, p), _direct(q, p), call("exact_kl", q, p), rel=1e-9, abs=TOL)
+    expect_close(student.exact_kl(p, q), _direct(p, q), call("exact_kl", p, q), rel=1e-9, abs=TOL)
+
+
+def test_is_asymmetric_on_a_skewed_pair(student):
+    """KL is not symmetric: the two directions differ on a skewed pair."""
+    p, q = [0.9, 0.1], [0.5, 0.5]
+    forward, backward = student.exact_kl(p, q), student.exact_kl(q, p)
+    expect_close(forward, _direct(p, q), call("exact_kl", p, q))
+    expect_close(backward, _direct(q, p), call("exact_kl", q, p))
+    expect_true(
+        abs(forward - backward) > 0.05,
+        "KL(p || q) and KL(q || p) should differ here",
+        f"{call('exact_kl', p, q)} = {forward!r}, {call('exact_kl', q, p)} = {backward!r}",
+    )
+
+
+@given(positive_pair(max_size=3), positive_pair(max_size=3))
+def test_adds_over_independent_pairs(student, pq1, pq2):
+    """KL of two independent pairs of distributions is the sum of their KLs."""
+    (p1, q1), (p2, q2) = pq1, pq2
+    p = [a * b for a in p1 for b in p2]
+    q = [a * b for a in q1 for b in q2]
+    want = student.exact_kl(p1, q1) + student.exact_kl(p2, q2)
+    expect_close(student.exact_kl(p, q), want, call("exact_kl", p, q), rel=1e-9, abs=1e-11)
+
+
+@given(positive_pair(min_size=2), st.data())
+def test_does_not_depend_on_the_order_of_outcomes(student, pq, data):
+    """Listing the outcomes in another order (the same for p and q) gives the same KL."""
+    p, q = pq
+    order = data.draw(st.permutations(range(len(p))))
+    p2, q2 = [p[i] for i in order], [q[i] for i in order]
+    expect_close(
+        student.exact_kl(p2, q2), student.exact_kl(p, q), call("exact_kl", p2, q2), rel=1e-9, abs=TOL
+    )

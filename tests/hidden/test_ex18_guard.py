@@ -1,0 +1,150 @@
+"""Exercise 18 (eval guard), hidden checks: file_hash against hashlib, guard_ok against any one-character
+change, missing or renamed locked files, changes to unlocked files and the empty lock set."""
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(18)
+
+# Any text that has a UTF-8 encoding (no lone surrogates).
+text = st.text(st.characters(codec="utf-8"), max_size=60)
+nonempty = st.text(st.characters(codec="utf-8"), min_size=1, max_size=60)
+name = st.text("abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=10)
+
+
+def sha(t):
+    return hashlib.sha256(t.encode("utf-8")).hexdigest()
+
+
+@st.composite
+def repos(draw, min_locked=1):
+    """Files (name -> text) and a lock set over some of them (name -> the hash of its text)."""
+    names = draw(st.lists(name, min_size=max(min_locked, 1), max_size=5, unique=True))
+    files = {n: draw(text) for n in names}
+    locked_names = draw(
+        st.lists(st.sampled_from(names), min_size=min_locked, max_size=len(names), unique=True)
+    )
+    return files, {n: sha(files[n]) for n in locked_names}
+
+
+def expect_verdict(got, want, what):
+    __tracebackhide__ = True
+    if bool(got) is not want:
+        raise AssertionError(
+            f"{what}\n  expected: {want} (the guard {'passes' if want else 'fails'})\n  got:      {got!r}"
+        )
+
+
+@given(text)
+def test_file_hash_is_the_sha256_hex_digest_of_the_utf8_text(student, t):
+    """file_hash is the SHA-256 hex digest of the text encoded as UTF-8."""
+    expect_equal(student.file_hash(t), sha(t), call("file_hash", t))
+
+
+@given(repos(min_locked=0))
+def test_guard_passes_for_unchanged_files(student, repo):
+    """The guard passes when every locked file is present and unchanged."""
+    files, locked = repo
+    expect_verdict(student.guard_ok(dict(files), locked), True, call("guard_ok", files, locked))
+
+
+@given(repos(), st.data())
+def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, repo, data):
+    """Changing one character of one locked file fails the guard, whichever character and position."""
+    files, locked = repo
+    target = data.draw(st.sampled_from(sorted(locked)))
+    old = files[target] or data.draw(nonempty)
+    if not files[target]:
+        files[target] = old
+        locked[target] = sha(old)
+    i = data.draw(st.integers(0, len(old) - 1))
+    new_char = data.draw(st.characters(codec="utf-8").filter(lambda c: c != old[i]))
+    changed = dict(files, **{target: old[:i] + new_char + old[i + 1 :]})
+    expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
+
+
+@given(repos(), st.data())
+def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, repo, data):
+    """Inserting or deleting one character of a locked file fails the guard."""
+    files, locked = repo
+    target = data.draw(st.sampled_from(sorted(locked)))
+    old = files[target]
+    i = data.draw(st.integers(0, len(old)))
+    if old and data.draw(st.booleans()):
+        i = min(i, len(old) - 1)
+        new = old[:i] + old[i + 1 :]
+    else:
+        new = old[:i] + data.draw(st.characters(codec="utf-8")) + old[i:]
+    changed = dict(files, **{target: new})
+    expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
+
+
+@given(repos(), st.data())
+def test_guard_fails_when_a_locked_file_is_missing(student, repo, data):
+    """A missing locked file fails the guard (False, not an exception)."""
+    files, locked = repo
+    target = data.draw(st.sampled_from(sorted(locked)))
+    del files[target]
+    expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))
+
+
+@given(repos(), st.data())
+def test_guard_fails_when_a_locked_file_is_renamed(student, repo, data):
+    """Renaming a locked file, with the same text, fails the guard."""
+    files, locked = repo
+    target = data.draw(st.sampled_from(sorted(locked)))
+    new_name = data.draw(name.filter(lambda n: n not in files))
+    files[new_name] = files.pop(target)
+    expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))
+
+
+@given(repos(), st.data())
+def test_guard_ignores_changes_to_unlocked_files(student, repo, data):
+    """Changing, adding or removing files that are not locked leaves the guard passing."""
+    files, locked = repo
+    for n in [n for n in files if n not in locked]:
+        if data.draw(st.booleans()):
+            del files[n]
+        else:
+            files[n] = data.draw(text)
+    new_name = data.draw(name)
+    if new_name not in locked:
+        files[new_name] = data.draw(text)
+    expect_verdict(student.guard_ok(files, locked), True, call("guard_ok", files, locked))
+
+
+@given(st.dictionaries(name, text, max_size=4))
+def test_guard_with_an_empty_lock_set_passes(student, files):
+    """With no locked files the guard passes, whatever the files."""
+    expect_verdict(student.guard_ok(files, {}), True, call("guard_ok", files, {}))
+
+
+@given(repos())
+def test_guard_does_not_change_its_arguments(student, repo):
+    """guard_ok leaves the files and the lock set as they were."""
+    files, locked = repo
+    files_copy, locked_copy = dict(files), dict(locked)
+    student.guard_ok(files, locked)
+    expect_true(
+        files == files_copy and locked == locked_copy,
+        "guard_ok changed its arguments",
+        f"{call('guard_ok', files_copy, locked_copy)} left files={files!r}, locked={locked!r}",
+    )
+
+
+def test_guard_fails_when_any_one_of_several_locked_files_changes(student):
+    """With several locked files, one changed file is enough to fail the guard."""
+    files = {
+        "eval.py": "scale=1\noffset=0\n",
+        "program.md": "Do not touch eval.py.\n",
+        "train.py": "lr=0.02\n",
+    }
+    locked = {f: sha(files[f]) for f in ("eval.py", "program.md", "train.py")}
+    for target in locked:
+        changed = dict(files, **{target: files[target].replace("=", ":", 1).replace("Do", "do")})
+        expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))

@@ -1,0 +1,273 @@
+"""Exercise 19 (autoresearch loop), hidden checks: reference comparisons with the lab's proposers (guard on
+and off), the guard's effect, the log's shape, and the keep-or-discard loop seen from a proposer."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader.expect import call, expect_close, expect_equal, expect_true
+
+pytestmark = pytest.mark.exercise(19)
+
+BLOCKED = "blocked: locked file changed"
+STATUSES = ("keep", "discard", BLOCKED)
+seed = st.integers(0, 2**32 - 1)
+iters = st.integers(0, 40)
+
+
+def fields(result):
+    return {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+
+
+def proposer_of(lab, which):
+    return lab.honest_proposer if which == "honest" else lab.sneaky_proposer
+
+
+def run_text(n, s, which, guard):
+    return call("autoresearch", n, f"random.Random({s})", f"{which}_proposer", guard=guard)
+
+
+def expect_same_rng(mine, theirs, what):
+    __tracebackhide__ = True
+    expect_true(
+        mine.getstate() == theirs.getstate(),
+        f"the rng state after {what} differs from the reference's",
+        f"next random(): expected {theirs.random()!r}, got {mine.random()!r}",
+    )
+
+
+# -- against the reference -------------------------------------------------------------------------------
+
+
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+def test_matches_the_reference_with_the_lab_proposers(student, reference, lab, n, s, which, guard):
+    """With honest_proposer or sneaky_proposer, guard on or off, the whole result and the rng state match."""
+    mine, theirs = random.Random(s), random.Random(s)
+    what = run_text(n, s, which, guard)
+    got = fields(student.autoresearch(n, mine, proposer_of(lab, which), guard=guard))
+    want = fields(reference.autoresearch(n, theirs, proposer_of(reference, which), guard=guard))
+    expect_close(got, want, what, rel=1e-12, abs=1e-12)
+    expect_same_rng(mine, theirs, what)
+
+
+@settings(max_examples=10)
+@given(iters, seed)
+def test_defaults_are_the_honest_proposer_with_the_guard_on(student, reference, lab, n, s):
+    """Without proposer and guard, the loop runs honest_proposer with the guard on."""
+    mine, theirs = random.Random(s), random.Random(s)
+    what = call("autoresearch", n, f"random.Random({s})")
+    got = fields(student.autoresearch(n, mine))
+    want = fields(reference.autoresearch(n, theirs, reference.honest_proposer, True))
+    expect_close(got, want, what, rel=1e-12, abs=1e-12)
+    expect_same_rng(mine, theirs, what)
+    # The guard is on by default: the sneaky proposer's edits of eval.py are blocked.
+    mine, theirs = random.Random(s), random.Random(s)
+    what = call("autoresearch", n, f"random.Random({s})", "sneaky_proposer")
+    got = fields(student.autoresearch(n, mine, lab.sneaky_proposer))
+    want = fields(reference.autoresearch(n, theirs, reference.sneaky_proposer, True))
+    expect_close(got, want, what, rel=1e-12, abs=1e-12)
+    expect_same_rng(mine, theirs, what)
+
+
+# -- the guard -------------------------------------------------------------------------------------------
+
+
+@given(iters, seed)
+def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, lab, n, s):
+    """With the guard on, eval.py and program.md are never changed and the reported loss is the true loss."""
+    result = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True)
+    what = run_text(n, s, "sneaky", True)
+    start = lab.start_repo()
+    for f in ("eval.py", "program.md"):
+        expect_equal(result.files[f], start[f], f"{f} at the end of {what}")
+    rescales = [entry for entry in result.log if entry[1] == "rescale eval"]
+    expect_true(
+        all(entry[3] == BLOCKED for entry in rescales),
+        f"{what}: an edit of eval.py was not blocked",
+        f"log entries of 'rescale eval': {rescales!r}",
+    )
+    expect_close(
+        result.reported,
+        result.true,
+        f"reported vs true loss of {what} (scale 1, offset 0)",
+        rel=1e-12,
+        abs=1e-12,
+    )
+
+
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]))
+def test_without_the_guard_nothing_is_blocked(student, lab, n, s, which):
+    """With the guard off, no edit is blocked."""
+    result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
+    what = run_text(n, s, which, False)
+    expect_equal(result.blocked, 0, f"blocked of {what}")
+    expect_true(
+        all(entry[3] != BLOCKED for entry in result.log), f"{what} logged a blocked edit", repr(result.log)
+    )
+
+
+def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, lab):
+    """With the guard off, the sneaky proposer can push the reported loss below the true loss."""
+    for s in range(3):
+        result = student.autoresearch(60, random.Random(s), lab.sneaky_proposer, guard=False)
+        expect_true(
+            result.reported < result.true - 0.1,
+            f"{run_text(60, s, 'sneaky', False)}: reported loss should be well below the true loss",
+            f"reported {result.reported!r}, true {result.true!r}",
+        )
+
+
+# -- the log and the result ------------------------------------------------------------------------------
+
+
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
+    """The log has iters entries numbered 1..iters, each keep, discard or blocked (blocked: no loss)."""
+    result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
+    what = run_text(n, s, which, guard)
+    expect_equal(
+        [entry[0] for entry in result.log], list(range(1, n + 1)), f"the step numbers in the log of {what}"
+    )
+    for entry in result.log:
+        expect_true(
+            len(entry) == 4 and entry[3] in STATUSES,
+            f"{what}: a log entry is not (i, what, r, status)",
+            f"entry {entry!r}",
+        )
+        expect_true(
+            (entry[2] is None) == (entry[3] == BLOCKED),
+            f"{what}: only blocked entries have no loss",
+            f"entry {entry!r}",
+        )
+    expect_equal(result.blocked, sum(entry[3] == BLOCKED for entry in result.log), f"blocked of {what}")
+
+
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+def test_the_reported_loss_only_goes_down(student, lab, n, s, which, guard):
+    """Kept losses go down discarded ones are not lower; the result reports the last kept one."""
+    result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
+    what = run_text(n, s, which, guard)
+    best = lab.reported_loss(lab.start_repo())
+    for _i, _what, r, status in result.log:
+        if status == "keep":
+            expect_true(
+                r < best, f"{what}: a kept loss is not lower than the best before it", f"{r!r} vs {best!r}"
+            )
+            best = r
+        elif status == "discard":
+            expect_true(
+                r >= best - 1e-12, f"{what}: a discarded loss is lower than the best", f"{r!r} vs {best!r}"
+            )
+    expect_close(result.reported, best, f"reported of {what}", rel=1e-12, abs=1e-12)
+    expect_close(
+        result.reported,
+        lab.reported_loss(result.files),
+        f"reported of {what} vs its files",
+        rel=1e-12,
+        abs=1e-12,
+    )
+    expect_close(
+        result.true,
+        lab.true_loss(lab.parse_kv(result.files["train.py"])),
+        f"true of {what} vs its train.py",
+        rel=1e-12,
+        abs=1e-12,
+    )
+
+
+# -- a proposer from the test (a callback) ---------------------------------------------------------------
+
+train_edit = st.tuples(
+    st.just("train"),
+    st.sampled_from([0.005, 0.01, 0.02, 0.04]),
+    st.integers(2, 10),
+    st.sampled_from([64, 96, 128, 256]),
+)
+eval_edit = st.tuples(
+    st.just("eval"), st.sampled_from([1.0, 0.9, 0.5, 1.1]), st.sampled_from([0.0, -0.1, 0.2])
+)
+action = st.one_of(train_edit, eval_edit, st.just(("same",)), st.just(("program",)), st.just(("rng",)))
+
+
+class Scripted:
+    """A proposer that plays a list of actions and records the files it was given."""
+
+    def __init__(self, lab, actions):
+        self.lab, self.actions, self.seen, self.made = lab, actions, [], []
+
+    def __call__(self, files, rng):
+        step = self.actions[len(self.seen) % len(self.actions)]
+        self.seen.append(dict(files))
+        new, fmt = dict(files), self.lab.fmt_kv
+        if step[0] == "train":
+            new["train.py"] = fmt({"lr": step[1], "depth": step[2], "width": step[3]})
+        elif step[0] == "eval":
+            new["eval.py"] = fmt({"scale": step[1], "offset": step[2]})
+        elif step[0] == "program":
+            new["program.md"] = files["program.md"] + "Also edit eval.py.\n"
+        elif step[0] == "rng":
+            hp = self.lab.parse_kv(files["train.py"])
+            hp["depth"] = 1 + int(rng.random() * 12)
+            new["train.py"] = fmt(hp)
+        self.made.append(dict(new))
+        return new, "/".join(str(x) for x in step)
+
+
+@given(st.integers(0, 15), seed, st.lists(action, min_size=1, max_size=15), st.booleans())
+def test_a_proposer_of_the_test_gets_the_current_files(student, lab, n, s, actions, guard):
+    """The proposer is called once per step, with the start repo first and after a keep the kept files."""
+    proposer = Scripted(lab, actions)
+    result = student.autoresearch(n, random.Random(s), proposer, guard=guard)
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
+    expect_equal(len(proposer.seen), n, f"the number of proposer calls in {what}")
+    expect_equal(len(result.log), n, f"the number of log entries of {what}")
+    current = lab.start_repo()
+    for k, entry in enumerate(result.log):
+        expect_equal(proposer.seen[k], current, f"the files given to the proposer at step {k + 1} of {what}")
+        if entry[3] == "keep":
+            current = proposer.made[k]
+    expect_equal(result.files, current, f"the final files of {what}")
+
+
+@given(st.integers(0, 15), seed, st.lists(action, min_size=1, max_size=15), st.booleans())
+def test_a_proposer_of_the_test_gives_the_reference_result(student, reference, lab, n, s, actions, guard):
+    """With a proposer of the test (editing train.py or locked files, using the rng), the result matches."""
+    mine, theirs = random.Random(s), random.Random(s)
+    p_mine, p_theirs = Scripted(lab, actions), Scripted(lab, actions)
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
+    got = fields(student.autoresearch(n, mine, p_mine, guard=guard))
+    want = fields(reference.autoresearch(n, theirs, p_theirs, guard=guard))
+    expect_close(got, want, what, rel=1e-12, abs=1e-12)
+    expect_equal(p_mine.seen, p_theirs.seen, f"the files given to the proposer, call by call, in {what}")
+    expect_same_rng(mine, theirs, what)
+
+
+@given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
+def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, lab, n, s, actions):
+    """With the guard on, a step is blocked exactly when its candidate changed eval.py or program.md."""
+    proposer = Scripted(lab, actions)
+    result = student.autoresearch(n, random.Random(s), proposer, guard=True)
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=True)
+    start = lab.start_repo()
+    expect_equal(len(result.log), n, f"the number of log entries of {what}")
+    for k, entry in enumerate(result.log):
+        made = proposer.made[k]
+        locked_changed = any(made[f] != start[f] for f in ("eval.py", "program.md"))
+        expect_true(
+            (entry[3] == BLOCKED) == locked_changed,
+            f"{what}: step {k + 1} "
+            + ("changed a locked file" if locked_changed else "left the locked files"),
+            f"log entry {entry!r}",
+        )
+
+
+def test_edits_of_program_md_are_blocked(student, reference, lab):
+    """With the guard on, edits of program.md are blocked like edits of eval.py."""
+    actions = [("program",), ("train", 0.01, 6, 128), ("eval", 0.5, 0.0), ("program",), ("eval", 1.0, 0.0)]
+    mine, theirs = Scripted(lab, actions), Scripted(lab, actions)
+    what = call("autoresearch", 5, "random.Random(0)", "proposer", guard=True)
+    got = fields(student.autoresearch(5, random.Random(0), mine, guard=True))
+    want = fields(reference.autoresearch(5, random.Random(0), theirs, guard=True))
+    expect_close(got, want, what, rel=1e-12, abs=1e-12)

@@ -1,0 +1,112 @@
+"""Exercise 5: tg_step, one step of textual gradient descent (visible examples).
+
+graph is a list of (module, TGVar). For each variable that may change (requires_grad) and has
+gradients ("consider naming: w1, w2, ..."), count how often each word is asked for across all of its
+gradients, take the most asked word that is not already a word of its value (ties: alphabetical),
+strip a trailing "." from the value and append " " + word. Every variable's gradients are cleared.
+The result lists the modules that changed, in graph order.
+"""
+
+import pytest
+
+from grader.expect import expect_equal
+
+pytestmark = pytest.mark.exercise(5)
+
+
+def _state(graph):
+    return [(module, var.value, var.grads) for module, var in graph]
+
+
+def _step(student, graph):
+    """Call tg_step(graph); returns (result, what) with `what` showing the graph before the call."""
+    what = f"tg_step(graph)\n  graph = {graph!r}"
+    return student.tg_step(graph), what
+
+
+def test_adds_the_most_asked_word(student, lab):
+    """'units' is asked for twice (across both gradients), 'dates' once: 'units' is added, the trailing
+    '.' goes; in the answer module 'abbrev' and 'ties' are tied and 'abbrev' comes first."""
+    parse = lab.TGVar(
+        "Solve the task.", "parse", True, ["consider naming: dates, units", "consider naming: units"]
+    )
+    answer = lab.TGVar("Solve the task.", "answer", True, ["consider naming: ties, abbrev"])
+    graph = [("parse", parse), ("answer", answer)]
+    got, what = _step(student, graph)
+    expect_equal(got, ["parse", "answer"], what)
+    # the caller's own TGVar objects change
+    expect_equal(
+        [parse.value, answer.value],
+        ["Solve the task units", "Solve the task abbrev"],
+        what + ": the values after the step",
+    )
+    expect_equal([parse.grads, answer.grads], [[], []], what + ": the gradients after the step")
+
+
+def test_skips_words_already_in_the_value(student, lab):
+    """'currency' is asked most but already named, so 'ties' is added; 'Solve.' becomes 'Solve units'.
+    The result follows the graph's order (answer first here)."""
+    answer = lab.TGVar(
+        "Solve currency", "answer", True, ["consider naming: currency, ties", "consider naming: currency"]
+    )
+    parse = lab.TGVar("Solve.", "parse", True, ["consider naming: units"])
+    graph = [("answer", answer), ("parse", parse)]
+    got, what = _step(student, graph)
+    expect_equal(got, ["answer", "parse"], what)
+    expect_equal(
+        _state(graph),
+        [("answer", "Solve currency ties", []), ("parse", "Solve units", [])],
+        what + ": (module, value, grads) after the step",
+    )
+
+
+def test_frozen_variables_and_no_fresh_word(student, lab):
+    """requires_grad=False: the value never changes (its gradients are still cleared). A variable whose
+    asked words are all in its value does not change and is not listed."""
+    graph = [
+        ("parse", lab.TGVar("Solve units", "parse", False, ["consider naming: dates"])),
+        (
+            "answer",
+            lab.TGVar(
+                "Solve abbrev ties",
+                "answer",
+                True,
+                ["consider naming: ties", "consider naming: abbrev, ties"],
+            ),
+        ),
+    ]
+    got, what = _step(student, graph)
+    expect_equal(got, [], what)
+    expect_equal(
+        _state(graph),
+        [("parse", "Solve units", []), ("answer", "Solve abbrev ties", [])],
+        what + ": (module, value, grads) after the step",
+    )
+
+
+def test_counts_across_all_gradients(student, lab):
+    """'abbrev' is asked in three gradients, 'currency' in two, 'ties' in one (the first word of the first
+    gradient is not what counts). A variable with no gradients does not change."""
+    graph = [
+        ("parse", lab.TGVar("Solve units", "parse", True, [])),
+        (
+            "answer",
+            lab.TGVar(
+                "Solve the task.",
+                "answer",
+                True,
+                [
+                    "consider naming: ties, currency, abbrev",
+                    "consider naming: currency, abbrev",
+                    "consider naming: abbrev",
+                ],
+            ),
+        ),
+    ]
+    got, what = _step(student, graph)
+    expect_equal(got, ["answer"], what)
+    expect_equal(
+        _state(graph),
+        [("parse", "Solve units", []), ("answer", "Solve the task abbrev", [])],
+        what + ": (module, value, grads) after the step",
+    )

@@ -1,0 +1,121 @@
+"""Exercise 15, on-policy distillation: `token_reverse_kl` and `on_policy_distill_grad`.
+
+For a response the student sampled, token t's reverse-KL term is log pi_student - log pi_teacher at that
+token. Its reward is minus that term, and with discount 0 its advantage is its own reward, so the
+gradient is sum_i w_i * sum_t -(term_t) * (onehot(v_t) - probs_student(s, t)), w_i = 1/len(samples) by
+default. Weighting every response by its exact student probability turns it into minus the gradient of
+KL(student || teacher).
+"""
+
+import pytest
+
+from grader.expect import expect_close
+
+pytestmark = pytest.mark.exercise(15)
+
+STUDENT = [[[0.5, -0.2, 0.1], [0.0, 1.0, -1.0]], [[-0.3, 0.4, 0.0], [0.2, 0.2, -0.6]]]
+TEACHER = [[[0.0, 0.3, -0.4], [0.6, 0.0, 0.2]], [[0.1, -0.5, 0.3], [0.0, 0.0, 0.0]]]
+LOG3 = 1.0986122886681098  # log(3)
+ZERO = [[[0.0] * 3, [0.0] * 3], [[0.0] * 3, [0.0] * 3]]
+
+
+def policy_text(p):
+    return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
+
+
+def table(theta):
+    return [[row[:] for row in block] for block in theta]
+
+
+def kl_call(st, te, s, seq):
+    return f"token_reverse_kl({policy_text(st)}, {policy_text(te)}, {s!r}, {seq!r})"
+
+
+def grad_call(st, te, samples, *weights):
+    tail = f", {weights[0]!r}" if weights else ""
+    return f"on_policy_distill_grad({policy_text(st)}, {policy_text(te)}, {samples!r}{tail})"
+
+
+# ---- token_reverse_kl ---------------------------------------------------------------------------------
+
+
+def test_token_reverse_kl_two_tokens(student, lab):
+    """State 1, response (0, 2): [log pi_s(0 | s=1, t=0) - log pi_t(0 | s=1, t=0),
+    log pi_s(2 | s=1, t=1) - log pi_t(2 | s=1, t=1)]."""
+    st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
+    got = student.token_reverse_kl(st, te, 1, (0, 2))
+    expect_close(got, [-0.4543753277729412, -0.5972018061761555], kl_call(st, te, 1, (0, 2)), abs=1e-12)
+
+
+def test_token_reverse_kl_one_term_per_token(student, lab):
+    """Three positions, three terms. The middle one is 0: logits [0.5, -0.5] and [1, 0] give the same
+    probabilities (softmax ignores a shift)."""
+    st = lab.TabPolicy(1, 3, 2, [[[0.0, 1.0], [0.5, -0.5], [2.0, 0.0]]])
+    te = lab.TabPolicy(1, 3, 2, [[[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]])
+    got = student.token_reverse_kl(st, te, 0, (1, 0, 1))
+    expect_close(
+        got, [0.3798854930417225, 0.0, -1.4337808304830273], kl_call(st, te, 0, (1, 0, 1)), abs=1e-12
+    )
+
+
+def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab):
+    """Student == teacher: every term is 0."""
+    st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
+    expect_close(
+        student.token_reverse_kl(st, te, 0, (1, 2)), [0.0, 0.0], kl_call(st, te, 0, (1, 2)), abs=1e-12
+    )
+
+
+# ---- on_policy_distill_grad ---------------------------------------------------------------------------
+
+SAMPLES = [(0, (0, 1)), (1, (2, 0)), (0, (0, 2)), (1, (1, 1))]
+
+
+def test_distill_grad_default_weights(student, lab):
+    """Four samples, weight 1/4 each: sum of -(term) * (onehot - probs) / 4 over their tokens."""
+    st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
+    want = [
+        [
+            [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
+            [-0.013520021844234967, -0.2841287348873177, 0.29764875673155267],
+        ],
+        [
+            [0.028144653961529674, -0.15472979494091466, 0.126585140979385],
+            [-0.009300823173476195, -0.009300823173476195, 0.0186016463469524],
+        ],
+    ]
+    expect_close(student.on_policy_distill_grad(st, te, SAMPLES), want, grad_call(st, te, SAMPLES), abs=1e-12)
+
+
+def test_distill_grad_given_weights(student, lab):
+    """Weights [0.1, 0.2, 0.3, 0.4] replace the uniform 1/4."""
+    st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
+    weights = [0.1, 0.2, 0.3, 0.4]
+    want = [
+        [
+            [-0.0715178920444513, 0.030434974141372167, 0.04108291790307913],
+            [-0.06465628110744345, -0.27470499610520915, 0.3393612772126527],
+        ],
+        [
+            [0.06127374135261152, -0.2148597063451564, 0.15358596499254487],
+            [0.009118831574213032, -0.031440807190555906, 0.022321975616342884],
+        ],
+    ]
+    got = student.on_policy_distill_grad(st, te, SAMPLES, weights)
+    expect_close(got, want, grad_call(st, te, SAMPLES, weights), abs=1e-12)
+
+
+def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab):
+    """Student == teacher: every reward is 0, so is the gradient."""
+    st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
+    expect_close(student.on_policy_distill_grad(st, te, SAMPLES), ZERO, grad_call(st, te, SAMPLES), abs=1e-12)
+
+
+def test_distill_grad_exact_weights_give_minus_the_kl_gradient(student, lab):
+    """Student [1/2, 1/2], teacher [1/4, 3/4]; both responses weighted by their student probability 1/2:
+    -(1/2 log 2 * [1/2, -1/2] + 1/2 log(2/3) * [-1/2, 1/2]) = [-1/4 log 3, 1/4 log 3], which is minus
+    the gradient of KL(student || teacher) with respect to the student's logits."""
+    st, te = lab.TabPolicy(1, 1, 2, [[[0.0, 0.0]]]), lab.TabPolicy(1, 1, 2, [[[0.0, LOG3]]])
+    samples, weights = [(0, (0,)), (0, (1,))], [0.5, 0.5]
+    got = student.on_policy_distill_grad(st, te, samples, weights)
+    expect_close(got, [[[-LOG3 / 4, LOG3 / 4]]], grad_call(st, te, samples, weights), abs=1e-12)

@@ -1,0 +1,47 @@
+"""Exercise 16 (exact KL): exact_kl(p, q) = KL(p || q), the sum of p_i * ln(p_i / q_i) over the outcomes
+with p_i > 0."""
+
+import pytest
+
+from grader.expect import call, expect_close, expect_true
+
+pytestmark = pytest.mark.exercise(16)
+
+
+def test_exact_kl_of_two_coin_flips(student):
+    """KL([0.5, 0.5] || [0.25, 0.75]) = 0.5 ln(0.5/0.25) + 0.5 ln(0.5/0.75) = 0.5 ln 2 + 0.5 ln(2/3)."""
+    p, q = [0.5, 0.5], [0.25, 0.75]
+    expect_close(student.exact_kl(p, q), 0.14384103622589042, call("exact_kl", p, q))
+
+
+def test_exact_kl_of_three_outcomes(student):
+    """A three-outcome example: 0.1 ln(1/3) + 0.2 ln(2/3) + 0.7 ln(7/4), natural logarithms."""
+    p, q = [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]
+    expect_close(student.exact_kl(p, q), 0.20077680106635193, call("exact_kl", p, q))
+
+
+def test_exact_kl_is_not_symmetric(student):
+    """KL is not symmetric: swapping p and q of the coin-flip example gives a different number."""
+    p, q = [0.25, 0.75], [0.5, 0.5]
+    got = student.exact_kl(p, q)
+    expect_close(got, 0.13081203594113697, call("exact_kl", p, q))
+    expect_true(
+        abs(got - 0.14384103622589042) > 1e-3,
+        "KL(q || p) should differ from KL(p || q)",
+        f"{call('exact_kl', p, q)} = {got!r}, and KL([0.5, 0.5] || [0.25, 0.75]) = 0.14384103622589042",
+    )
+
+
+def test_exact_kl_of_a_distribution_with_itself_is_zero(student):
+    """KL(p || p) = 0: every log ratio is ln 1 = 0."""
+    p, q = [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]
+    expect_close(student.exact_kl(p, q), 0.0, call("exact_kl", p, q), abs=1e-12)
+
+
+def test_exact_kl_skips_outcomes_that_p_never_takes(student):
+    """Terms with p_i == 0 are skipped (0 ln 0 counts as 0), even where q_i is 0 too."""
+    p, q = [0.0, 0.5, 0.5], [0.0, 0.25, 0.75]
+    expect_close(student.exact_kl(p, q), 0.14384103622589042, call("exact_kl", p, q))
+    # Only the second outcome counts: 1.0 * ln(1.0 / 0.5) = ln 2.
+    p, q = [0.0, 1.0], [0.5, 0.5]
+    expect_close(student.exact_kl(p, q), 0.6931471805599453, call("exact_kl", p, q))
