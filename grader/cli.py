@@ -12,7 +12,9 @@ from pathlib import Path
 
 from grader.build import build
 from grader.errors import KitError
+from grader.grading import grade
 from grader.layout import find_root
+from grader.validate import report_rows, validate
 
 PROG = "grader"
 _ROOT_HELP = (
@@ -47,6 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 if a file is stale"
     )
     build_command.set_defaults(run=_run_build)
+
+    summary = (
+        "run both suites on the reference (all pass) and on the stubs (all fail with NotImplementedError)"
+    )
+    validate_command = commands.add_parser(
+        "validate", help=summary, description=summary, parents=[root_option]
+    )
+    validate_command.set_defaults(run=_run_validate)
+
+    summary = "grade one submission (a .py file, a folder or a .zip) into Gradescope's results.json"
+    grade_command = commands.add_parser("grade", help=summary, description=summary, parents=[root_option])
+    grade_command.add_argument("submission", type=Path, metavar="SUBMISSION")
+    grade_command.add_argument("-o", "--output", type=Path, default=Path("results.json"), metavar="RESULTS")
+    grade_command.add_argument(
+        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
+    )
+    grade_command.add_argument(
+        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
+    )
+    grade_command.set_defaults(run=_run_grade)
     return parser
 
 
@@ -61,6 +83,30 @@ def _run_build(args: argparse.Namespace, root: Path) -> int:
     for path in report.outputs:
         state = "wrote" if path in report.stale else "up to date"
         print(f"{PROG}: {state}: {path.as_posix()}")
+    return 0
+
+
+def _run_validate(args: argparse.Namespace, root: Path) -> int:
+    stale = build(root, check=True).stale
+    if stale:
+        return _fail(f"{stale[0].as_posix()} is stale: run grader build first")
+    checks = validate(root)
+    for row in report_rows(checks):
+        print(row)
+    bad = [c for c in checks if c.problems]
+    print(f"{PROG}: {len(checks) - len(bad)} of {len(checks)} exercises ok")
+    return 1 if bad else 0
+
+
+def _run_grade(args: argparse.Namespace, root: Path) -> int:
+    if not args.submission.exists():
+        return _fail(f"{args.submission}: no such file or folder (give a .py file, a folder or a .zip)")
+    graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise)
+    print(graded.document["output"])
+    if graded.printed.strip():
+        print("\n--- what the submission printed (first 2000 characters) ---")
+        print(graded.printed[:2000])
+    print(f"\n{PROG}: wrote {args.output}")
     return 0
 
 

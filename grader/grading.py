@@ -1,0 +1,113 @@
+"""`grader grade`: one submission from start to results.json. Intake reads it; the suites run against it
+(visible, then hidden in a fresh worker) in a child pytest whose `student` fixture calls the sandbox; every
+test of the inventory is accounted for; the manifest's points are shared out; the grader alone writes
+results.json. A submission that cannot be graded at all still gets a results.json that says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader import __version__
+from grader.errors import KitError
+from grader.intake import IntakeError, Submission, read_submission
+from grader.inventory import account_for, load_inventory
+from grader.layout import MANIFEST, REFERENCE
+from grader.manifest import Manifest, load_manifest
+from grader.reference import read_reference
+from grader.results import results_document, unscored_document, write_results
+from grader.scoring import SuiteScore, score_suites
+from grader.suites import SUITES, SuiteRunError, run_suites
+
+RUN_SECONDS = 900.0  # the whole test run; Gradescope's default limit is 10 minutes, its maximum 40
+
+
+@dataclass(frozen=True)
+class Graded:
+    """The outcome of grading one submission."""
+
+    document: dict  # results.json
+    scores: tuple[SuiteScore, ...]
+    printed: str  # what the submission printed (for the instructor's log, never for results.json)
+
+
+def grade(
+    root: Path,
+    submission: Path,
+    out: Path,
+    call_timeout: float | None = None,
+    exercises: Sequence[int] | None = None,
+) -> Graded:
+    """Grade `submission` with the kit at `root` and write results.json to `out`; with `exercises`,
+    only those (their tests alone run, and the score is out of their points)."""
+    started = time.monotonic()
+    manifest = kit_manifest(root)
+    inventory = load_inventory(root)
+    if exercises:
+        manifest, inventory = only_exercises(manifest, inventory, exercises)
+    try:
+        intake = read_submission(submission)
+    except IntakeError as error:
+        document = unscored_document(str(error), execution_time=time.monotonic() - started)
+        write_results(document, out)
+        return Graded(document, (), "")
+    with tempfile.TemporaryDirectory(prefix="optlab-grade-") as scratch:
+        log = Path(scratch) / "printed.txt"
+        args = [f"--worker-log={log}"] + ([f"--call-timeout={call_timeout}"] if call_timeout else [])
+        notes = list(intake_notes(intake))
+        try:
+            paths = suite_files_in_order(inventory) if exercises else None
+            records = run_suites(root, submission, paths, pytest_args=args, timeout=RUN_SECONDS)
+            reason = "this check did not run: the test run ended before it"
+        except SuiteRunError as error:
+            records, reason = [], f"this check did not run: {error}"
+            notes.append(f"Grading stopped early: {error}.")
+        printed = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    scores = tuple(score_suites(manifest, account_for(inventory, records, reason)))
+    extra = {
+        "kit_version": __version__,
+        "submission": {"found_as": intake.found_as, "sha256": _digest(intake)},
+    }
+    document = results_document(scores, notes, time.monotonic() - started, extra)
+    write_results(document, out)
+    return Graded(document, scores, printed)
+
+
+def only_exercises(manifest: Manifest, inventory: dict, ids: Sequence[int]) -> tuple[Manifest, dict]:
+    """The manifest and inventory cut down to the exercises `ids`; an unknown id is a KitError."""
+    known = {e.id for e in manifest.exercises}
+    if unknown := sorted(set(ids) - known):
+        raise KitError(f"no exercise {unknown[0]} in the manifest (exercises are 1 to {max(known)})")
+    kept = tuple(e for e in manifest.exercises if e.id in ids)
+    tests = [t for t in inventory["tests"] if t["exercise"] in ids]
+    return replace(manifest, exercises=kept), dict(inventory, tests=tests)
+
+
+def suite_files_in_order(inventory: dict) -> list[str]:
+    """The test files of the inventory's tests: visible ones first, then hidden (a fresh worker)."""
+    files = {(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in inventory["tests"]}
+    return [path for _, path in sorted(files)]
+
+
+def kit_manifest(root: Path) -> Manifest:
+    """The kit's manifest, checked against its reference."""
+    return load_manifest(
+        root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()), MANIFEST.as_posix()
+    )
+
+
+def intake_notes(intake: Submission) -> list[str]:
+    """What the student should know about how their file was read."""
+    notes = list(intake.notes)
+    if intake.syntax_error and not any("syntax" in n.lower() for n in notes):
+        notes.append(f"Your file has a syntax error ({intake.syntax_error}); the rest of it was graded.")
+    return notes
+
+
+def _digest(intake: Submission) -> str:
+    return hashlib.sha256(intake.source.encode("utf-8")).hexdigest()

@@ -1,0 +1,200 @@
+"""results.json: a graded submission in Gradescope's schema, written by the grader alone, atomically.
+
+One entry per exercise and suite ("12 group advantages: visible checks"). A visible entry shows each
+failed check's message (the call, what was expected, what came back). A hidden entry shows what the
+manifest allows: by default only the property each failed check states, never its inputs, since a
+submission can put whatever it saw into its exceptions. The top-level output is a summary table and
+what intake noticed; extra_data holds the per-exercise breakdown. Strict JSON, at most 1 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader.scoring import SuiteScore, total
+from grader.suites import TestRecord
+
+MAX_BYTES = 1_000_000
+MAX_FAILURES_SHOWN = 5
+MAX_MESSAGE_CHARS = 1500
+
+
+def results_document(
+    scores: Sequence[SuiteScore],
+    notes: Sequence[str] = (),
+    execution_time: float = 0.0,
+    extra: dict | None = None,
+) -> dict:
+    """The results.json content for a completed grading."""
+    earned, possible = total(scores)
+    tests = [_entry(s) for s in scores]
+    return {
+        "score": earned,
+        "execution_time": round(execution_time, 2),
+        "output": _summary(scores, notes, earned, possible),
+        "output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": {"points_possible": possible, "exercises": _breakdown(scores), **(extra or {})},
+        "tests": tests,
+    }
+
+
+def unscored_document(message: str, notes: Sequence[str] = (), execution_time: float = 0.0) -> dict:
+    """results.json for a submission that could not be graded at all: score 0, and why."""
+    output = "\n".join(["**This submission could not be graded.**", "", message, *[f"- {n}" for n in notes]])
+    return {
+        "score": 0.0,
+        "execution_time": round(execution_time, 2),
+        "output": output,
+        "output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": {"ungraded": message},
+        "tests": [],
+    }
+
+
+def write_results(document: dict, path: Path) -> None:
+    """Write strict JSON (no NaN) of at most MAX_BYTES to `path`, atomically (a rename into place)."""
+    text = _fit(document)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _entry(score: SuiteScore) -> dict:
+    exercise = score.exercise
+    hidden = score.suite == "hidden"
+    return {
+        "name": score.name,
+        "number": f"{exercise.id}.{1 if score.suite == 'visible' else 2}",
+        "score": score.score,
+        "max_score": score.max_score,
+        "status": "passed" if score.passed == len(score.records) else "failed",
+        "output": _entry_output(score, exercise.hidden_output if hidden else "full"),
+        "output_format": "text",
+        "visibility": exercise.hidden_visibility if hidden else "visible",
+        "tags": [exercise.part, f"exercise {exercise.id}"],
+        "extra_data": {
+            "exercise": exercise.id,
+            "suite": score.suite,
+            "passed": score.passed,
+            "total": len(score.records),
+        },
+    }
+
+
+def _entry_output(score: SuiteScore, shown: str) -> str:
+    failed = [r for r in score.records if not r.passed]
+    head = f"{score.passed} of {len(score.records)} {score.suite} checks passed."
+    if not failed or shown == "none":
+        return head
+    lines = [head, ""]
+    for record in failed[:MAX_FAILURES_SHOWN]:
+        if shown == "property":
+            lines.append(f"- failed: {record.property}{_kind(record)}")
+        else:
+            lines += [f"- failed: {record.property}", _indent(failure_text(record)), ""]
+    if len(failed) > MAX_FAILURES_SHOWN:
+        lines.append(f"... and {len(failed) - MAX_FAILURES_SHOWN} more")
+    return "\n".join(lines).rstrip()
+
+
+def _kind(record: TestRecord) -> str:
+    """For a hidden check: only the kind of failure, never its message (it may carry hidden inputs)."""
+    text = record.message
+    for kind, said in (("CallTimedOut", "timed out"), ("NotImplementedError", "not implemented")):
+        if kind in text:
+            return f" ({said})"
+    return ""
+
+
+def failure_text(record: TestRecord) -> str:
+    """The failure's exception text; from a pytest long report, only its "E   ..." lines."""
+    lines = record.message.splitlines()
+    if any(line.startswith("E ") for line in lines):
+        lines = [line[1:].strip() for line in lines if line.startswith("E ")]
+    shown = "\n".join(lines).strip()
+    return shown if len(shown) <= MAX_MESSAGE_CHARS else shown[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, possible: float) -> str:
+    lines = [f"**Score: {_num(earned)} / {_num(possible)}**", ""]
+    if notes:
+        lines += [*(f"- {note}" for note in notes), ""]
+    lines += ["| exercise | visible | hidden | points |", "|---|---|---|---|"]
+    for exercise, rows in _by_exercise(scores).items():
+        cells = {s.suite: f"{s.passed}/{len(s.records)}" for s in rows}
+        points = f"{_num(sum(s.score for s in rows))} / {_num(sum(s.max_score for s in rows))}"
+        lines.append(
+            f"| {exercise.label} | {cells.get('visible', '-')} | {cells.get('hidden', '-')} | {points} |"
+        )
+    return "\n".join(lines)
+
+
+def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
+    out = []
+    for exercise, rows in _by_exercise(scores).items():
+        out.append({
+            "id": exercise.id,
+            "title": exercise.title,
+            "points": exercise.points,
+            "score": round(sum(s.score for s in rows), 6),
+            **{s.suite: {"passed": s.passed, "total": len(s.records)} for s in rows},
+        })  # fmt: skip
+    return out
+
+
+def _by_exercise(scores: Sequence[SuiteScore]) -> dict:
+    grouped: dict = {}
+    for s in scores:
+        grouped.setdefault(s.exercise, []).append(s)
+    return grouped
+
+
+def _fit(document: dict) -> str:
+    """Strict JSON within MAX_BYTES: long outputs are cut, longest first, until it fits."""
+    _check_finite(document)
+    text = json.dumps(document, allow_nan=False, ensure_ascii=False, indent=1)
+    limit = MAX_MESSAGE_CHARS * 4
+    while len(text.encode("utf-8")) > MAX_BYTES and limit >= 100:
+        for test in document["tests"]:
+            if len(test["output"]) > limit:
+                test["output"] = test["output"][: limit - 20] + "\n... (cut)"
+        document["output"] = document["output"][: limit * 4]
+        text = json.dumps(document, allow_nan=False, ensure_ascii=False, indent=1)
+        limit //= 2
+    return text
+
+
+def _check_finite(value: object) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("results.json cannot hold a non-finite number")
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_finite(v)
+    elif isinstance(value, list):
+        for v in value:
+            _check_finite(v)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _num(x: float) -> str:
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"

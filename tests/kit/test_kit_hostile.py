@@ -1,0 +1,364 @@
+"""The hostile and broken corpus: every submission gets a valid results.json in bounded time, and at most
+its honest score. Each attack sits in `softmax` (exercise 8) or at import; `group_advantages` (exercise
+12) stays honest. So the honest score is nothing where the module cannot import, exercise 12's points
+where softmax earns nothing, and, where an attack comes with a plainly wrong softmax, what that wrong
+softmax earns on its own (measured, not assumed). Grading is cut to those two exercises to keep the
+corpus quick; the machinery is the same for all."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.grading import grade
+from tests.kit.gradescope_schema import problems
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
+EXERCISES = [8, 12]
+HONEST = 4.0  # exercise 12's points: what a submission whose softmax earns nothing honestly gets
+WRONG = "wrong"  # the bound of an attack that comes with WRONG_SOFTMAX: what that softmax earns alone
+
+# Right only where the logits are all equal: it honestly earns some of exercise 8's checks.
+WRONG_SOFTMAX = "def softmax(xs):\n    return [1.0 / len(xs)] * len(xs)\n"
+
+
+def then_wrong_softmax(snippet: str) -> str:
+    return textwrap.dedent(snippet) + WRONG_SOFTMAX
+
+
+# name -> (code appended to the reference, the most it may score)
+APPENDED = {
+    "sys.exit at import": ("import sys\nsys.exit(0)\n", 0.0),
+    "os._exit at import": ("import os\nos._exit(0)\n", 0.0),
+    "endless loop at import": ("while True:\n    pass\n", 0.0),
+    "os._exit in a call": ("def softmax(xs):\n    import os\n    os._exit(0)\n", HONEST),
+    "always-equal value": (
+        """
+        class Anything:
+            def __eq__(self, other):
+                return True
+            def __len__(self):
+                return 2
+        def softmax(xs):
+            return Anything()
+        """,
+        HONEST,
+    ),
+    "float subclass": (
+        """
+        class Close(float):
+            def __eq__(self, other):
+                return True
+            __hash__ = float.__hash__
+        def softmax(xs):
+            return [Close(0.0) for _ in xs]
+        """,
+        HONEST,
+    ),
+    "patched builtins and math": (
+        then_wrong_softmax(
+            "import builtins, math\nmath.isclose = lambda *a, **k: True\nbuiltins.abs = lambda x: 0\n"
+        ),
+        WRONG,
+    ),
+    "patched test tools": (
+        then_wrong_softmax(
+            """
+            import sys, types
+            fake = types.ModuleType("pytest")
+            fake.approx = lambda *a, **k: True
+            sys.modules["pytest"] = sys.modules["hypothesis"] = sys.modules["_pytest"] = fake
+            """
+        ),
+        WRONG,
+    ),
+    "pytest.skip and KeyboardInterrupt": (
+        """
+        class Skipped(BaseException):
+            pass
+        def softmax(xs):
+            if len(xs) % 2:
+                raise Skipped("skip me")
+            raise KeyboardInterrupt
+        """,
+        HONEST,
+    ),
+    "atexit rewrites results.json": (
+        then_wrong_softmax(
+            """
+            import atexit, json, os
+            def _rewrite():
+                for path in ("results.json", "/autograder/results/results.json", os.environ.get("OPTLAB_OUT", "")):
+                    try:
+                        with open(path, "w") as out:
+                            json.dump({"score": 100, "tests": []}, out)
+                    except Exception:
+                        pass
+            atexit.register(_rewrite)
+            """
+        ),
+        WRONG,
+    ),
+    "reads the hidden tests and the reference": (
+        f"""
+        import glob, os
+        def softmax(xs):
+            for pattern in ("{KIT}/tests/hidden/*.py", "{KIT}/solutions/*.py", "/proc/%d/cmdline" % os.getppid()):
+                for path in glob.glob(pattern) or [pattern]:
+                    open(path).read()
+            return [0.5, 0.5]
+        """,
+        HONEST,
+    ),
+    "overwrites a test file": (
+        then_wrong_softmax(
+            f"""
+            try:
+                open("{KIT}/tests/visible/test_ex08_softmax.py", "w").write("def test_pass():\\n    pass\\n")
+            except Exception:
+                pass
+            """
+        ),
+        WRONG,
+    ),
+    "signal games": (
+        """
+        import signal
+        for name in ("SIGALRM", "SIGTERM", "SIGINT", "SIGXCPU"):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+        signal.alarm(0)
+        def softmax(xs):
+            while True:
+                pass
+        """,
+        HONEST,
+    ),
+    "endless loop in a call": ("def softmax(xs):\n    while True:\n        pass\n", HONEST),
+    "memory bomb": (
+        "def softmax(xs):\n    hog = [bytearray(1 << 26) for _ in range(200)]\n    return hog\n",
+        HONEST,
+    ),
+    "process bomb": (
+        """
+        import os, subprocess
+        def softmax(xs):
+            for start in (os.fork, lambda: subprocess.Popen(["sleep", "60"]), lambda: os.system("sleep 60 &")):
+                try:
+                    start()
+                except BaseException:
+                    pass
+            os.setsid()
+            return [0.5] * len(xs)
+        """,
+        HONEST,
+    ),
+    "huge output": (
+        "import sys\ndef softmax(xs):\n    sys.stdout.write('x' * (64 << 20))\n    return [1.0 / len(xs)] * len(xs)\n",
+        WRONG,
+    ),
+    "network": (
+        """
+        def softmax(xs):
+            import socket
+            socket.create_connection(("127.0.0.1", 9), timeout=1).sendall(repr(xs).encode())
+            return [0.5] * len(xs)
+        """,
+        HONEST,
+    ),
+    "native code": ("def softmax(xs):\n    import ctypes\n    return [0.5] * len(xs)\n", HONEST),
+    "asks the grader for the reference's own answer": (
+        """
+        import gc
+        def softmax(xs):
+            from grader.worker import Worker
+            worker = next(o for o in gc.get_objects() if isinstance(o, Worker))
+            return worker._reference_proxy("softmax")(xs)
+        """,
+        HONEST,
+    ),
+    "leaks hidden inputs through exceptions": (
+        "def softmax(xs):\n    raise ValueError('LEAK' + repr(xs))\n",
+        HONEST,
+    ),
+    "huge answer": ("def softmax(xs):\n    return [0.5] * (20 << 20)\n", HONEST),
+}
+
+
+def grade_file(tmp_path: Path, name: str, data: bytes | str) -> tuple[dict, Path]:
+    submission = tmp_path / "submission"
+    submission.mkdir(parents=True, exist_ok=True)
+    path = submission / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return grade_path(tmp_path, submission)
+
+
+def grade_path(tmp_path: Path, submission: Path) -> tuple[dict, Path]:
+    out = tmp_path / "results" / "results.json"
+    graded = grade(KIT, submission, out, call_timeout=2, exercises=EXERCISES)
+    assert problems(out) == []
+    assert json.loads(out.read_text()) == graded.document  # the grader's own document, not a rewrite
+    return graded.document, out
+
+
+def kit_test_hashes() -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (KIT / "tests").rglob("*.py")}
+
+
+@pytest.fixture
+def untouched_kit():
+    before = kit_test_hashes()
+    yield
+    assert kit_test_hashes() == before, "a submission changed the kit's test files"
+
+
+@pytest.fixture(scope="module")
+def wrong_softmax_score(tmp_path_factory) -> dict[str, float]:
+    """What the plainly wrong softmax earns on its own, per results entry: the honest bound of WRONG."""
+    document, _ = grade_file(
+        tmp_path_factory.mktemp("wrong"), "optimization_toolkit.py", REFERENCE + "\n\n" + WRONG_SOFTMAX
+    )
+    return {t["name"]: t["score"] for t in document["tests"]}
+
+
+@pytest.mark.parametrize("case", sorted(APPENDED))
+def test_hostile_submission_gets_at_most_its_honest_score(
+    tmp_path, monkeypatch, untouched_kit, wrong_softmax_score, sandboxes, case
+):
+    code, bound = APPENDED[case]
+    monkeypatch.setenv("OPTLAB_OUT", str(tmp_path / "results" / "results.json"))
+    monkeypatch.setenv("TMPDIR", str(sandboxes))  # this grading's sandbox lives here
+    document, _ = grade_file(tmp_path, "optimization_toolkit.py", REFERENCE + "\n\n" + textwrap.dedent(code))
+    by_name = {t["name"]: t for t in document["tests"]}
+    if bound == WRONG:
+        for name, honest in wrong_softmax_score.items():
+            assert by_name[name]["score"] <= honest + 1e-9, name
+    else:
+        assert document["score"] <= bound + 1e-9
+        assert by_name["8 softmax: visible checks"]["score"] == 0
+    if bound:  # the honest exercise is untouched by the attack on the other
+        assert by_name["12 group advantages: hidden checks"]["status"] == "passed"
+    else:
+        assert document["score"] == 0 and "import" in by_name["8 softmax: visible checks"]["output"]
+    assert_nothing_left_behind(sandboxes)
+
+
+def test_hidden_inputs_never_reach_the_hidden_entries(tmp_path):
+    code, _ = APPENDED["leaks hidden inputs through exceptions"]
+    document, _ = grade_file(tmp_path, "optimization_toolkit.py", REFERENCE + "\n\n" + code)
+    hidden = [t for t in document["tests"] if t["name"].endswith("hidden checks")]
+    assert hidden and all("LEAK" not in t["output"] for t in hidden)
+    visible = [t for t in document["tests"] if t["name"] == "8 softmax: visible checks"]
+    assert "LEAK" in visible[0]["output"]  # the visible entry shows what the student's code said
+
+
+def test_a_submitted_conftest_and_shadow_modules_never_load(tmp_path, wrong_softmax_score):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "optimization_toolkit.py").write_text(REFERENCE + "\n\n" + WRONG_SOFTMAX)
+    everything_passes = (
+        "import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    return True\n"
+    )
+    for name, text in {
+        "conftest.py": everything_passes,
+        "pytest.py": "raise SystemExit(0)\n",
+        "hypothesis.py": "raise SystemExit(0)\n",
+        "sitecustomize.py": "import os\nos._exit(0)\n",
+    }.items():
+        (submission / name).write_text(text)
+    document, _ = grade_path(tmp_path, submission)
+    assert document["score"] == sum(wrong_softmax_score.values())
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("optimization_toolkit.py", "\ufeff" + REFERENCE),
+        ("optimization_toolkit.py", REFERENCE.replace("\n", "\r\n")),
+        ("optimization_toolkit.py", ("\ufeff" + REFERENCE).encode("utf-16-le")),
+        ("optimization_toolkit (1).py", REFERENCE),
+        ("my_lab.py", REFERENCE),
+    ],
+    ids=["utf-8 BOM", "CRLF", "UTF-16", "renamed by Gradescope", "any single .py name"],
+)
+def test_encodings_and_names_are_graded_in_full(tmp_path, name, data):
+    document, _ = grade_file(tmp_path, name, data)
+    assert document["score"] == 7.0
+
+
+@pytest.mark.parametrize(
+    "files, says",
+    [
+        ({"optimization_toolkit.py": ""}, "empty"),
+        ({"optimization_toolkit.py": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00"}, "not a text file"),
+        ({"a.py": REFERENCE, "b.py": REFERENCE}, "optimization_toolkit.py"),
+        ({"lab.ipynb": "{}"}, ".ipynb"),
+    ],
+    ids=["empty", "binary", "two modules", "no .py"],
+)
+def test_ungradable_submissions_get_a_clear_zero(tmp_path, files, says):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    for name, data in files.items():
+        (submission / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    document, _ = grade_path(tmp_path, submission)
+    assert document["score"] == 0 and document["tests"] == []
+    assert says in document["output"]
+
+
+def test_a_syntax_error_costs_only_the_broken_function(tmp_path):
+    broken = REFERENCE.replace("def softmax(xs):", "def softmax(xs)", 1)
+    document, _ = grade_file(tmp_path, "optimization_toolkit.py", broken)
+    assert document["score"] == HONEST
+    entry = next(t for t in document["tests"] if t["name"] == "8 softmax: visible checks")
+    assert "syntax error" in entry["output"] and "line" in entry["output"]
+
+
+def test_grading_twice_gives_the_same_results(tmp_path):
+    code = "def softmax(xs):\n    return [x / (sum(xs) or 1) for x in xs]\n"
+    first, _ = grade_file(tmp_path / "a", "optimization_toolkit.py", REFERENCE + "\n\n" + code)
+    second, _ = grade_file(tmp_path / "b", "optimization_toolkit.py", REFERENCE + "\n\n" + code)
+    first.pop("execution_time")
+    second.pop("execution_time")
+    assert first == second
+
+
+@pytest.fixture
+def sandboxes() -> Iterator[Path]:
+    """A temporary folder of this test for the grading's sandbox (TMPDIR): in /tmp, which the worker
+    user may pass through (pytest's own tmp_path is closed to others)."""
+    folder = Path(tempfile.mkdtemp(prefix="optlab-corpus-"))
+    os.chmod(folder, 0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def assert_nothing_left_behind(tmp_path: Path) -> None:
+    """No process of this grading survives it and its sandbox folder is gone (the grading ran with
+    TMPDIR = `tmp_path`); as root, the worker user left no file in the shared /tmp either."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if str(tmp_path).encode() in cmdline:
+            alive.append(entry)
+    assert alive == [], f"processes of this grading still running: {alive}"
+    assert list(tmp_path.iterdir()) == [], "the sandbox folder was not removed"
+    if os.geteuid() == 0:
+        try:
+            uid = pwd.getpwnam("optlab-worker").pw_uid
+        except KeyError:
+            return
+        left = [p for p in Path("/tmp").iterdir() if p.lstat().st_uid == uid]
+        assert left == [], f"the worker user left {left}"
