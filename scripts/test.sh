@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up, then run every check of the kit: lint, the student mirror and inventory are current, the
+# suites' verdicts (reference 100%, stubs 0 on every exercise), and all tests (the kit's own, and both
+# suites against the reference). With python3.12 / python3.13 on the machine, the reference's suites
+# and golden demo are checked on them too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+py=.venv/bin/python
+"$py" -m ruff check .
+"$py" -m grader build --check
+"$py" -m grader validate
+"$py" -m pytest -q
+interpreter() {  # the first python$1 that runs: on PATH, under pyenv, or Debian's
+  for candidate in "python$1" /root/.pyenv/versions/"$1".*/bin/python "/usr/bin/python$1"; do
+    if "$candidate" -c "import sys" >/dev/null 2>&1; then echo "$candidate"; return; fi
+  done
+}
+for version in 3.12 3.13; do
+  other=$(interpreter "$version")
+  if [ -z "$other" ]; then echo "test: no python$version on this machine, skipped"; continue; fi
+  VENV=".venv-$version" scripts/setup.sh "$other" >/dev/null
+  echo "test: the reference's suites and golden demo on python$version"
+  ".venv-$version/bin/python" -m pytest -q tests/visible tests/hidden tests/kit/test_kit_reference.py tests/kit/test_kit_codec.py
+done
