@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from grader.expect import expect_close, expect_equal, expect_true
 
+from .gradients import central_difference, policy_text
+
 pytestmark = pytest.mark.exercise(11)
 
 
@@ -19,7 +21,6 @@ def opaque(n, label):
 
 
 S, T, V = 2, 2, 3
-H = 1e-5  # central-difference step
 MARGIN = 1e-4  # no ratio this close to 1 +- clip (a step of H moves a ratio by about r * H)
 
 
@@ -31,27 +32,8 @@ def thetas(lo=-2.0, hi=2.0):
     return st.lists(st.floats(lo, hi), min_size=S * T * V, max_size=S * T * V).map(shaped)
 
 
-def policy_text(p):
-    return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
-
-
 def grad_call(policy, samples, clip):
     return f"ppo_grad({policy_text(policy)}, samples={samples!r}, clip={clip!r})"
-
-
-def numgrad(f, policy, h=H):
-    g = [[[0.0] * policy.V for _ in range(policy.T)] for _ in range(policy.S)]
-    for s in range(policy.S):
-        for t in range(policy.T):
-            for u in range(policy.V):
-                keep = policy.theta[s][t][u]
-                policy.theta[s][t][u] = keep + h
-                up = f()
-                policy.theta[s][t][u] = keep - h
-                down = f()
-                policy.theta[s][t][u] = keep
-                g[s][t][u] = (up - down) / (2 * h)
-    return g
 
 
 def ratios(policy, samples):
@@ -123,7 +105,7 @@ def test_ppo_grad_is_the_gradient_of_ppo_objective(
     """ppo_grad equals the central-difference gradient of ppo_objective (away from clip boundaries)."""
     policy, samples = collected(lab, theta_old, delta, env_seed, seed, critic, kl_beta)
     assume(margin(policy, samples, clip) > MARGIN)
-    want = numgrad(lambda: reference.ppo_objective(policy, samples, clip), policy)
+    want = central_difference(lambda: reference.ppo_objective(policy, samples, clip), policy)
     got = student.ppo_grad(policy, samples, clip)
     expect_close(got, want, grad_call(policy, samples, clip), rel=1e-5, abs=1e-6)
 

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_true
 
+from .gradients import central_difference, policy_text
+
 pytestmark = pytest.mark.exercise(13)
 
 
@@ -19,7 +21,6 @@ def opaque(n, label):
 
 
 S, T, V = 2, 2, 3
-H = 1e-5  # central-difference step
 MARGIN = 1e-4  # no ratio this close to 1 +- clip
 LOGP = st.floats(-8.0, 0.0)
 
@@ -32,27 +33,8 @@ def thetas(lo=-2.0, hi=2.0):
     return st.lists(st.floats(lo, hi), min_size=S * T * V, max_size=S * T * V).map(shaped)
 
 
-def policy_text(p):
-    return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
-
-
 def grad_call(policy, ref, groups, cfg):
     return f"grpo_grad({policy_text(policy)}, {policy_text(ref)}, groups={groups!r}, {cfg!r})"
-
-
-def numgrad(f, policy, h=H):
-    g = [[[0.0] * policy.V for _ in range(policy.T)] for _ in range(policy.S)]
-    for s in range(policy.S):
-        for t in range(policy.T):
-            for u in range(policy.V):
-                keep = policy.theta[s][t][u]
-                policy.theta[s][t][u] = keep + h
-                up = f()
-                policy.theta[s][t][u] = keep - h
-                down = f()
-                policy.theta[s][t][u] = keep
-                g[s][t][u] = (up - down) / (2 * h)
-    return g
 
 
 def margin(policy, groups, clip):
@@ -170,7 +152,7 @@ def test_grpo_grad_is_the_gradient_of_grpo_objective(
     groups = data.draw(hand_groups(lab, policy, lengths=[T]))
     cfg = lab.GRPOConfig(clip=clip, beta=beta, length_norm=length_norm, std_norm=std_norm)
     assume(margin(policy, groups, clip) > MARGIN)
-    want = numgrad(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
+    want = central_difference(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
     got = student.grpo_grad(policy, ref, groups, cfg)
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 
@@ -184,7 +166,7 @@ def test_grpo_grad_keeps_the_kl_term_when_the_clip_blocks(
     policy, ref = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, ref_theta)
     groups = data.draw(hand_groups(lab, policy, lengths=[T], blocked_clip=clip))
     cfg = lab.GRPOConfig(clip=clip, beta=beta, length_norm=length_norm, std_norm=std_norm)
-    want = numgrad(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
+    want = central_difference(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
     got = student.grpo_grad(policy, ref, groups, cfg)
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 
@@ -199,7 +181,7 @@ def test_grpo_grad_weights_each_response_by_its_length(
     groups = data.draw(hand_groups(lab, policy, lengths=[1, T]))
     cfg = lab.GRPOConfig(clip=clip, beta=beta, length_norm=length_norm, std_norm=std_norm)
     assume(margin(policy, groups, clip) > MARGIN)
-    want = numgrad(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
+    want = central_difference(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
     got = student.grpo_grad(policy, ref, groups, cfg)
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_true
 
+from .gradients import central_difference, policy_text
+
 pytestmark = pytest.mark.exercise(14)
 
 
@@ -19,7 +21,6 @@ def opaque(n, label):
 
 
 S, T, V = 2, 2, 3
-H = 1e-5
 
 
 def shaped(flat, s=S, t=T, v=V):
@@ -34,31 +35,12 @@ PAIR = st.tuples(st.integers(0, S - 1), st.tuples(*[st.integers(0, V - 1)] * T))
 DATA = st.lists(PAIR, min_size=1, max_size=6)
 
 
-def policy_text(p):
-    return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
-
-
 def grad_call(policy, data):
     return f"sft_grad({policy_text(policy)}, {data!r})"
 
 
 def zeros(s=S, t=T, v=V):
     return [[[0.0] * v for _ in range(t)] for _ in range(s)]
-
-
-def numgrad(f, policy, h=H):
-    g = zeros(policy.S, policy.T, policy.V)
-    for s in range(policy.S):
-        for t in range(policy.T):
-            for u in range(policy.V):
-                keep = policy.theta[s][t][u]
-                policy.theta[s][t][u] = keep + h
-                up = f()
-                policy.theta[s][t][u] = keep - h
-                down = f()
-                policy.theta[s][t][u] = keep
-                g[s][t][u] = (up - down) / (2 * h)
-    return g
 
 
 def mean_token_loglik(policy, data):
@@ -74,7 +56,7 @@ def mean_token_loglik(policy, data):
 def test_sft_grad_is_the_gradient_of_the_mean_token_log_likelihood(student, lab, theta, data):
     """sft_grad equals the central-difference gradient of the mean token log-likelihood of the data."""
     policy = lab.TabPolicy(S, T, V, theta)
-    want = numgrad(lambda: mean_token_loglik(policy, data), policy)
+    want = central_difference(lambda: mean_token_loglik(policy, data), policy)
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), rel=1e-5, abs=1e-6)
 
 

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from grader.expect import expect_close, expect_true
 
+from .gradients import central_difference, policy_text
+
 pytestmark = pytest.mark.exercise(15)
 
 
@@ -20,7 +22,6 @@ def opaque(n, label):
 
 
 S, T, V = 2, 2, 3
-H = 1e-5
 
 
 def shaped(flat, s=S, t=T, v=V):
@@ -37,10 +38,6 @@ SAMPLES = st.lists(
 )
 
 
-def policy_text(p):
-    return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
-
-
 def kl_call(pol, teacher, s, seq):
     return f"token_reverse_kl({policy_text(pol)}, {policy_text(teacher)}, {s!r}, {seq!r})"
 
@@ -52,21 +49,6 @@ def grad_call(pol, teacher, samples, weights=None):
 
 def zeros(s=S, t=T, v=V):
     return [[[0.0] * v for _ in range(t)] for _ in range(s)]
-
-
-def numgrad(f, policy, h=H):
-    g = zeros(policy.S, policy.T, policy.V)
-    for s in range(policy.S):
-        for t in range(policy.T):
-            for u in range(policy.V):
-                keep = policy.theta[s][t][u]
-                policy.theta[s][t][u] = keep + h
-                up = f()
-                policy.theta[s][t][u] = keep - h
-                down = f()
-                policy.theta[s][t][u] = keep
-                g[s][t][u] = (up - down) / (2 * h)
-    return g
 
 
 def every_response(pol):
@@ -129,7 +111,7 @@ def test_distill_grad_with_exact_weights_is_minus_the_reverse_kl_gradient(
     """With exact student probabilities as weights, the gradient is minus that of KL(student || teacher)."""
     pol, teacher = lab.TabPolicy(*SMALL, theta), lab.TabPolicy(*SMALL, teacher_theta)
     samples, weights = every_response(pol)
-    grad = numgrad(lambda: reference.exact_reverse_kl(pol, teacher), pol)
+    grad = central_difference(lambda: reference.exact_reverse_kl(pol, teacher), pol)
     want = [[[-x for x in row] for row in block] for block in grad]
     got = student.on_policy_distill_grad(pol, teacher, samples, weights)
     expect_close(got, want, grad_call(pol, teacher, samples, weights), rel=1e-5, abs=1e-6)
