@@ -52,7 +52,7 @@ _BOOT = (
 class Limits:
     """Bounds on one worker. Seconds are wall-clock unless named cpu."""
 
-    call_seconds: float = 5.0  # CPU time of the worker per call (a loaded machine does not count)
+    call_seconds: float = 3.0  # CPU time of the worker per call (a loaded machine does not count)
     import_seconds: float = 10.0  # CPU time of the worker to import the module
     wall_factor: float = 4.0  # and at most this many times those budgets in wall-clock time
     run_seconds: float = 300.0  # all calls of one sandbox together
