@@ -6,14 +6,21 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.batch import SUBMISSION_SECONDS, BarProgress, BatchOptions, Outcome, run_batch
 from grader.build import build
 from grader.errors import KitError
-from grader.grading import grade
+from grader.grades import write_grades
+from grader.grading import grade, kit_manifest, only_exercises
+from grader.inventory import load_inventory
 from grader.layout import find_root
+from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
+from grader.roster import read_source
 from grader.validate import report_rows, validate
 
 PROG = "grader"
@@ -69,6 +76,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
     )
     grade_command.set_defaults(run=_run_grade)
+
+    summary = (
+        "grade every submission of a folder or a Gradescope export zip, in parallel, into grades.csv, "
+        "each one's results.json and an item-analysis report"
+    )
+    batch_command = commands.add_parser("batch", help=summary, description=summary, parents=[root_option])
+    batch_command.add_argument("source", type=Path, metavar="SOURCE")
+    batch_command.add_argument(
+        "-j", "--jobs", type=int, default=None, metavar="N", help="submissions at once (default: CPUs)"
+    )
+    batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
+    batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
+    batch_command.add_argument(
+        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
+    )
+    batch_command.add_argument(
+        "--timeout", type=float, default=SUBMISSION_SECONDS, metavar="S",
+        help=f"wall-clock seconds per submission (default {SUBMISSION_SECONDS:g})",
+    )  # fmt: skip
+    batch_command.add_argument(
+        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
+    )
+    batch_command.set_defaults(run=_run_batch)
     return parser
 
 
@@ -108,6 +138,62 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
         print(graded.printed[:2000])
     print(f"\n{PROG}: wrote {args.output}")
     return 0
+
+
+def _run_batch(args: argparse.Namespace, root: Path) -> int:
+    jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
+    if problem := _batch_input_problem(args, jobs):
+        return _fail(problem)
+    manifest = kit_manifest(root)
+    inventory = load_inventory(root)  # a stale kit fails here, not once per submission
+    if args.exercise:
+        manifest, inventory = only_exercises(manifest, inventory, args.exercise)
+    grades = args.output
+    options = BatchOptions(
+        grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
+        tuple(args.exercise or ()), args.timeout,
+    )  # fmt: skip
+    reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
+    outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
+    progress = BarProgress()
+    try:
+        with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
+            entries = read_source(args.source, Path(scratch), exclude=outputs)
+            if not entries:
+                return _fail(f"{args.source}: no submissions in it")
+            outcomes = run_batch(root, entries, options, progress)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted after {progress.count} gradings; what finished is kept in "
+              f"{options.results_dir}: run again to grade the rest", file=sys.stderr)  # fmt: skip
+        return 130
+    write_grades(grades, outcomes, manifest.exercises)
+    written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), args.source.name)
+    _print_batch(outcomes)
+    print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
+    return 0
+
+
+def _batch_input_problem(args: argparse.Namespace, jobs: int) -> str | None:
+    if jobs < 1:
+        return f"-j must be at least 1 (got {jobs})"
+    if args.timeout <= 0 or (args.call_timeout is not None and args.call_timeout <= 0):
+        return "--timeout and --call-timeout must be positive"
+    if not args.source.exists():
+        return f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)"
+    return None
+
+
+def _print_batch(outcomes: Sequence[Outcome]) -> None:
+    kept = sum(o.skipped for o in outcomes)
+    failed = [o for o in outcomes if o.failed]
+    print(
+        f"{PROG}: {len(outcomes)} submissions: {len(outcomes) - kept} graded now, {kept} already graded "
+        f"(kept), {len(failed)} not graded"
+    )
+    for outcome in failed[:20]:
+        print(f"  {outcome.entry.file}: {outcome.grading_status}")
+    if len(failed) > 20:
+        print(f"  ... and {len(failed) - 20} more (see grades.csv)")
 
 
 def _fail(message: str) -> int:

@@ -1,0 +1,485 @@
+"""`grader batch`: grade every submission of a roster, in parallel, each by `grader grade` in a child
+process of its own (its own sandbox: a crash or a hang costs that submission alone), resumably.
+
+Each submission gets a folder in the results folder: `results.json` (as `grader grade` wrote it, or one
+that says why grading failed), `grade.log` (what the child printed, capped) and `batch.json` (how it went,
+and the grading key). The key is a hash of the submission's files, the kit's version, the inventory,
+manifest and reference, and the options that change a grade (--exercise, --call-timeout): a run skips a
+submission whose folder holds a completed grading under the same key, unless forced. A grading that
+timed out or crashed is tried again on the next run.
+
+A child that runs past the wall-clock bound, and every child when the batch is interrupted (Ctrl-C, or
+SIGTERM), is stopped: SIGINT to its pytest (which then closes the sandbox), then after a grace period
+SIGKILL to its process group and to every process that was below it (a worker has a session of its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from grader import __version__
+from grader.grading import RUN_SECONDS
+from grader.inventory import INVENTORY
+from grader.layout import MANIFEST, REFERENCE
+from grader.results import unscored_document, write_results
+from grader.roster import Entry, content_hash
+
+SUBMISSION_SECONDS = RUN_SECONDS + 60.0  # past grade's own bound on the test run, so that one acts first
+GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
+POLL_SECONDS = 0.05
+LOG_BYTES = 256 * 1024
+GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
+
+COMPLETED, UNGRADED, TIMED_OUT, CRASHED = "completed", "ungraded", "timed out", "crashed"
+KEPT = (COMPLETED, UNGRADED)  # outcomes a later run keeps; the others are tried again
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How a batch grades."""
+
+    results_dir: Path
+    jobs: int = 1
+    force: bool = False
+    call_timeout: float | None = None
+    exercises: tuple[int, ...] = ()
+    timeout: float = SUBMISSION_SECONDS
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How grading one submission went."""
+
+    entry: Entry
+    status: str  # completed, ungraded (no module to grade), timed out, crashed
+    reason: str  # why, for every status but completed
+    document: dict  # its results.json
+    seconds: float  # wall-clock time of its child
+    skipped: bool = False  # graded by an earlier run
+
+    @property
+    def grading_status(self) -> str:
+        """The status as grades.csv writes it: "completed", "crashed: <reason>", ..."""
+        return self.status if self.status == COMPLETED else f"{self.status}: {self.reason}"
+
+    @property
+    def failed(self) -> bool:
+        return self.status != COMPLETED
+
+
+class Progress(Protocol):
+    """Told about a batch as it goes."""
+
+    def start(self, total: int) -> None: ...
+
+    def done(self, outcome: Outcome) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def kit_identity(root: Path, options: BatchOptions) -> dict:
+    """Everything but the submission that a grading key depends on."""
+    return {
+        "kit_version": __version__,
+        **{name: _file_hash(root / path) for name, path in _KIT_FILES.items()},
+        "exercises": sorted(options.exercises),
+        "call_timeout": options.call_timeout,
+    }
+
+
+def grading_key(entry: Entry, kit: dict) -> str:
+    """The key a grading of `entry` is kept under: its content hash with the kit's identity."""
+    text = json.dumps({"submission": content_hash(entry.path), **kit}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def submission_folder(results_dir: Path, entry: Entry) -> Path:
+    """Where `entry`'s results.json, grade.log and batch.json go."""
+    name = re.sub(r"[^\w.@+-]", "_", entry.file).lstrip(".") or "submission"
+    if name != entry.file:
+        name += "-" + hashlib.sha256(entry.file.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return results_dir / name
+
+
+def kept_outcome(entry: Entry, folder: Path, key: str) -> Outcome | None:
+    """The outcome an earlier run kept for `entry` under `key`, or None."""
+    try:
+        record = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
+        document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if record.get("key") != key or record.get("status") not in KEPT:
+        return None
+    reason, seconds = record.get("reason", ""), record.get("seconds", 0.0)
+    return Outcome(entry, record["status"], reason, document, seconds, skipped=True)
+
+
+def run_batch(
+    root: Path, entries: Sequence[Entry], options: BatchOptions, progress: Progress | None = None
+) -> list[Outcome]:
+    """Grade `entries` with the kit at `root`; one outcome per entry, in their order. On
+    KeyboardInterrupt every child is stopped and what finished is kept on disk; the interrupt goes on."""
+    kit = kit_identity(root, options)
+    kept: dict[str, Outcome] = {}
+    todo: list[tuple[Entry, str]] = []
+    for entry in entries:
+        key = grading_key(entry, kit)
+        folder = submission_folder(options.results_dir, entry)
+        earlier = None if options.force else kept_outcome(entry, folder, key)
+        if earlier is not None:
+            kept[entry.file] = earlier
+        else:
+            todo.append((entry, key))
+    if progress is not None:
+        progress.start(len(todo))
+    try:
+        graded = _grade_all(root, todo, options, progress.done if progress else lambda _: None)
+    finally:
+        if progress is not None:
+            progress.stop()
+    done = {**kept, **{o.entry.file: o for o in graded}}
+    return [done[e.file] for e in entries]
+
+
+def grade_command(root: Path, submission: Path, out: Path, options: BatchOptions) -> list[str]:
+    """The child's command: `grader grade` of one submission into `out`."""
+    paths = [str(p.resolve()) for p in (root, submission, out)]
+    command = [*GRADER, "--root", paths[0], "grade", paths[1], "-o", paths[2]]
+    for exercise in options.exercises:
+        command += ["--exercise", str(exercise)]
+    if options.call_timeout is not None:
+        command += ["--call-timeout", str(options.call_timeout)]
+    return command
+
+
+# -- the children -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Job:
+    entry: Entry
+    key: str
+    folder: Path
+    process: subprocess.Popen
+    started: float
+    deadline: float
+    stopping: float | None = None  # when SIGINT was sent
+    timed_out: bool = False
+    tree: tuple[tuple[int, int, int], ...] = ()  # the processes below it when it was stopped
+
+    @property
+    def new_results(self) -> Path:
+        return self.folder / "results.new.json"
+
+
+def _grade_all(
+    root: Path, todo: list[tuple[Entry, str]], options: BatchOptions, done: Callable[[Outcome], None]
+) -> list[Outcome]:
+    waiting = deque(todo)
+    running: list[_Job] = []
+    outcomes: list[Outcome] = []
+    with _stoppable():
+        try:
+            while waiting or running:
+                while waiting and len(running) < options.jobs:
+                    running.append(_start(root, *waiting.popleft(), options))
+                for job in [j for j in running if _tend(j, options)]:
+                    running.remove(job)
+                    outcome = _finish(job, options)
+                    outcomes.append(outcome)
+                    done(outcome)
+                time.sleep(POLL_SECONDS)
+        finally:
+            _stop_all(running)
+    return outcomes
+
+
+@contextlib.contextmanager
+def _stoppable() -> Iterator[None]:
+    """While grading, SIGTERM stops the batch as Ctrl-C does, and SIGINT does even where it was ignored
+    (`nohup grader batch ... &`): no child outlives the batch, and children start with both at their
+    defaults, so that their pytest can be interrupted."""
+    stops = (signal.SIGINT, signal.SIGTERM)
+    try:
+        previous = {which: signal.signal(which, _interrupted) for which in stops}
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        for which, handler in previous.items():
+            signal.signal(which, handler)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _start(root: Path, entry: Entry, key: str, options: BatchOptions) -> _Job:
+    folder = submission_folder(options.results_dir, entry)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.new.json").unlink(missing_ok=True)
+    with open(folder / "grade.log", "wb") as log:
+        process = subprocess.Popen(
+            grade_command(root, entry.path, folder / "results.new.json", options),
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: killed as one, and no terminal's Ctrl-C
+        )
+    now = time.monotonic()
+    return _Job(entry, key, folder, process, now, now + options.timeout)
+
+
+def _tend(job: _Job, options: BatchOptions) -> bool:
+    """Whether `job` has ended; past its deadline it is stopped (SIGINT, then SIGKILL)."""
+    if job.process.poll() is not None:
+        return True
+    now = time.monotonic()
+    if job.stopping is None and now > job.deadline:
+        job.timed_out = True
+        _interrupt(job)
+    elif job.stopping is not None and now > job.stopping + GRACE_SECONDS:
+        _kill(job)
+    return False
+
+
+def _stop_all(running: list[_Job]) -> None:
+    """Stop every child (a second Ctrl-C meanwhile is ignored), and wait for them."""
+    if not running:
+        return
+    previous = {which: signal.signal(which, signal.SIG_IGN) for which in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for job in running:
+            _interrupt(job)
+        deadline = time.monotonic() + GRACE_SECONDS
+        while any(j.process.poll() is None for j in running) and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+        for job in running:
+            _kill(job)
+            job.process.wait()
+            job.new_results.unlink(missing_ok=True)
+    finally:
+        for which, handler in previous.items():
+            signal.signal(which, handler)
+
+
+def _interrupt(job: _Job) -> None:
+    """SIGINT to the child's test run (its pytest then closes the sandbox and kills the worker), or to the
+    child itself when it has none; every process below the child is remembered, to be killed later: a
+    worker runs in a session of its own, outside the child's process group."""
+    job.stopping = time.monotonic()
+    job.tree = _descendants(job.process.pid)
+    children = [pid for pid, parent, _ in job.tree if parent == job.process.pid]
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)
+    if not children:
+        _signal(job, signal.SIGINT)
+
+
+def _kill(job: _Job) -> None:
+    """SIGKILL to the child's process group and to every process that was below it."""
+    _signal(job, signal.SIGKILL)
+    for pid, _, started in job.tree:
+        if _start_time(pid) == started:  # the same process, not a new one with its id
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _signal(job: _Job, which: signal.Signals) -> None:
+    """Signal the child's process group, while the child is unreaped (so its id is not reused)."""
+    if job.process.returncode is not None:
+        return
+    try:
+        os.killpg(job.process.pid, which)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _descendants(pid: int) -> tuple[tuple[int, int, int], ...]:
+    """(pid, parent pid, start time) of every process below `pid`, from /proc."""
+    below: dict[int, list[tuple[int, int, int]]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat_fields(stat)
+        if fields is not None:
+            parent = int(fields[1])
+            below.setdefault(parent, []).append((int(stat.parent.name), parent, int(fields[19])))
+    found, todo = [], [pid]
+    while todo:
+        for process in below.get(todo.pop(), []):
+            found.append(process)
+            todo.append(process[0])
+    return tuple(found)
+
+
+def _start_time(pid: int) -> int | None:
+    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    return int(fields[19]) if fields is not None else None
+
+
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...; start time is [19])."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+# -- outcomes ---------------------------------------------------------------------------------------
+
+
+def _finish(job: _Job, options: BatchOptions) -> Outcome:
+    seconds = time.monotonic() - job.started
+    _kill(job)  # what a stopped child left behind (a worker whose pytest was killed before it closed it)
+    _cap_log(job.folder / "grade.log")
+    document = _read_results(job.new_results) if job.process.returncode == 0 and not job.timed_out else None
+    if document is not None:
+        os.replace(job.new_results, job.folder / "results.json")
+        ungraded = document.get("extra_data", {}).get("ungraded")
+        status, reason = (UNGRADED, str(ungraded)) if ungraded else (COMPLETED, "")
+    else:
+        job.new_results.unlink(missing_ok=True)
+        if job.timed_out:
+            status, reason = TIMED_OUT, f"grading took longer than {options.timeout:g} s and was stopped"
+        else:
+            status, reason = CRASHED, _crash_reason(job)
+        document = unscored_document(f"Grading {status}: {reason}.", execution_time=seconds)
+        write_results(document, job.folder / "results.json")
+    record = {"key": job.key, "status": status, "reason": reason, "seconds": round(seconds, 3)}
+    _write_json(job.folder / "batch.json", {**record, "file": job.entry.file})
+    return Outcome(job.entry, status, reason, document, seconds)
+
+
+def _read_results(path: Path) -> dict | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) and "score" in document else None
+
+
+def _crash_reason(job: _Job) -> str:
+    code = job.process.returncode
+    if code is not None and code < 0:
+        how = f"the grader was killed by {signal.Signals(-code).name}"
+    elif code == 0:
+        how = "the grader wrote no readable results.json"
+    else:
+        how = f"the grader exited with code {code}"
+    last = _last_line(job.folder / "grade.log")
+    return f"{how} ({last})" if last else how
+
+
+def _last_line(log: Path) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 4096))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _cap_log(log: Path) -> None:
+    """Keep the first LOG_BYTES of a child's output."""
+    try:
+        if log.stat().st_size > LOG_BYTES:
+            with open(log, "r+b") as handle:
+                handle.truncate(LOG_BYTES)
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\n... (cut)\n")
+    except OSError:
+        pass
+
+
+def _write_json(path: Path, data: dict) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+_KIT_FILES = {"inventory": INVENTORY, "manifest": MANIFEST, "reference": REFERENCE}
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+# -- the progress bar -------------------------------------------------------------------------------
+
+
+class BarProgress:
+    """A rich progress bar on stderr (done, failed, time left); on a non-terminal, one line each."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.failed = 0
+        self.count = 0
+        self.total = 0
+        self._bar = None
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if not self.console.is_terminal or total == 0:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("grading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
+        self._task = self._bar.add_task("grading", total=total, failed=0)
+        self._bar.start()
+
+    def done(self, outcome: Outcome) -> None:
+        self.count += 1
+        self.failed += outcome.failed
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, failed=self.failed)
+        else:
+            score = f"{outcome.document.get('score', 0):g}"
+            print(
+                f"[{self.count}/{self.total}] {outcome.entry.file}: {score} ({outcome.grading_status})",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,246 @@
+"""The roster of a batch: which submissions a source holds and who made them.
+
+A source is a folder whose every entry (a file or a folder) is one submission, or Gradescope's "Export
+Submissions" zip: a folder per submission (`submission_123456/`) beside one `submission_metadata.yml` that
+maps each folder to its submitters (`:name:`, `:email:`, `:sid:`). The zip is unpacked into a scratch
+folder first; a `submission_metadata.yml` inside a submission's own folder is read too. The metadata is
+read by a small reader of the YAML that Gradescope writes (no YAML library). A submission's content
+hash covers the bytes of its files (the metadata file aside), so a resubmission is graded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from grader.errors import KitError
+
+METADATA = "submission_metadata.yml"
+SKIPPED = {"__MACOSX", "__pycache__", ".DS_Store", "Thumbs.db"}
+MAX_EXPORT_MEMBERS = 200_000
+MAX_EXPORT_BYTES = 4 << 30  # what an export zip may unpack to, in all
+
+_FIELDS = {"name", "email", "sid"}
+_KEY = re.compile(r"^(?P<indent> *)(?P<dash>- +)?(?P<key>:?[^\s:][^:]*?):(?:\s+(?P<value>.*))?$")
+
+
+class SourceError(KitError):
+    """A batch source that cannot be read (not a folder or zip, a broken zip, an unsafe export)."""
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """One student of a submission, as the export names them (None where it does not)."""
+
+    name: str | None = None
+    email: str | None = None
+    sid: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One submission of the batch."""
+
+    file: str  # its name in the source: "submission_123456", "alice.py"
+    path: Path
+    submitters: tuple[Submitter, ...] = ()
+
+
+def read_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> list[Entry]:
+    """The submissions in `source` (a folder or an export zip, unpacked into `scratch`), by name;
+    paths in `exclude` (the batch's own outputs, when they sit inside the source) are not submissions.
+    Entries' paths are absolute."""
+    source = source.resolve()
+    if source.is_dir():
+        folder = source
+    elif source.is_file() and zipfile.is_zipfile(source):
+        folder = unpack_export(source, scratch.resolve())
+    else:
+        raise SourceError(f"{source}: not a folder of submissions or a Gradescope export zip")
+    folder = _export_root(folder)
+    names = read_metadata(folder / METADATA) if (folder / METADATA).is_file() else {}
+    skipped = {p.resolve() for p in exclude}
+    entries = []
+    for path in sorted(folder.iterdir(), key=lambda p: _natural(p.name)):
+        if path.name in SKIPPED or path.name.startswith(".") or path.name == METADATA:
+            continue
+        if path.resolve() in skipped or path.is_symlink():
+            continue
+        own = read_metadata(path / METADATA) if (path / METADATA).is_file() else {}
+        submitters = names.get(path.name) or own.get(path.name) or own.get("") or ()
+        entries.append(Entry(path.name, path, tuple(submitters)))
+    return entries
+
+
+def unpack_export(archive: Path, into: Path) -> Path:
+    """Unpack a zip into `into`; members with absolute or climbing paths, and links, are refused."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = zipped.infolist()
+            if len(members) > MAX_EXPORT_MEMBERS:
+                raise SourceError(f"{archive}: more than {MAX_EXPORT_MEMBERS} files")
+            if sum(m.file_size for m in members) > MAX_EXPORT_BYTES:
+                raise SourceError(f"{archive}: unpacks to more than {MAX_EXPORT_BYTES >> 30} GiB")
+            for member in members:
+                _unpack_member(zipped, member, into)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
+        raise SourceError(f"{archive}: not a readable zip ({error})") from None
+    return into
+
+
+def _unpack_member(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, into: Path) -> None:
+    parts = PurePosixPath(member.filename.replace("\\", "/")).parts
+    if not parts or member.filename.startswith("/") or ".." in parts or ":" in parts[0]:
+        raise SourceError(f"unsafe path in the export: {member.filename!r}")
+    if stat.S_ISLNK(member.external_attr >> 16):
+        return
+    target = into.joinpath(*parts)
+    if member.is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipped.open(member) as source, open(target, "wb") as out:
+        while chunk := source.read(1 << 20):
+            out.write(chunk)
+
+
+def _export_root(folder: Path) -> Path:
+    """The folder holding the submissions: `folder`, or the one folder inside it that an export zip
+    wraps them in (`assignment_123_export/`)."""
+    if (folder / METADATA).is_file():
+        return folder
+    inner = [p for p in folder.iterdir() if p.name not in SKIPPED and not p.name.startswith(".")]
+    if len(inner) == 1 and inner[0].is_dir() and (inner[0] / METADATA).is_file():
+        return inner[0]
+    return folder
+
+
+# -- submission_metadata.yml ------------------------------------------------------------------------
+
+
+def read_metadata(path: Path) -> dict[str, list[Submitter]]:
+    """Folder name -> submitters, from a Gradescope `submission_metadata.yml` ("" for a file that lists
+    `:submitters:` at its top, as a submission folder's own file may)."""
+    return parse_metadata(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def parse_metadata(text: str) -> dict[str, list[Submitter]]:
+    """Parse the subset of YAML that Gradescope's export writes:
+
+        submission_123:
+          :submitters:
+          - :name: Ada Lovelace
+            :sid: '100'
+            :email: ada@example.edu
+          :created_at: 2024-01-01 10:00:00.000000000 -08:00
+
+    Top-level keys are folders; under each, the `:submitters:` list of mappings. Everything else (scores,
+    history, dates) is skipped. Values may be plain, 'single-' or "double-quoted"; ~ and null are None.
+    """
+    out: dict[str, list[Submitter]] = {}
+    folder = ""
+    block: int | None = None  # the indent of the `:submitters:` key being read, if any
+    current: dict[str, str | None] | None = None
+    level: int | None = None  # the indent of a folder's own keys (a deeper `:submitters:` is not its)
+    for line in _lines(text):
+        match = _KEY.match(line)
+        if match is None:
+            continue
+        indent, key, value = len(match["indent"]), match["key"].lstrip(":"), match["value"]
+        if match["dash"] is not None:
+            indent += len(match["dash"])
+        if indent == 0 and not match["dash"]:
+            _flush(out, folder, current)
+            current, block, level = None, None, None
+            if key == "submitters":
+                folder, block = "", 0
+            else:
+                folder = _scalar(match["key"]) or ""
+            continue
+        if level is None and not match["dash"]:
+            level = indent
+        if key == "submitters" and not match["dash"] and block is None and indent == level:
+            _flush(out, folder, current)
+            current, block = None, indent
+            continue
+        if block is None:
+            continue
+        if not match["dash"] and indent <= block:
+            _flush(out, folder, current)
+            current, block = None, None
+            continue
+        if match["dash"]:
+            _flush(out, folder, current)
+            current = {}
+        if current is not None and key in _FIELDS:
+            current[key] = _scalar(value)
+    _flush(out, folder, current)
+    return out
+
+
+def _lines(text: str) -> Iterator[str]:
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw.rstrip()
+        if line.strip() and not line.lstrip().startswith("#") and line.strip() != "---":
+            yield line
+
+
+def _flush(out: dict[str, list[Submitter]], folder: str, current: dict[str, str | None] | None) -> None:
+    if current is not None:
+        out.setdefault(folder, []).append(Submitter(**current))
+
+
+def _scalar(value: str | None) -> str | None:
+    """A YAML scalar as text: quotes removed, ~ / null / empty as None."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value in ("", "~", "null", "Null", "NULL"):
+        return None
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        inner = value[1:-1]
+        return re.sub(r'\\(["\\/])', r"\1", inner).replace("\\n", "\n").replace("\\t", "\t")
+    return re.sub(r"\s+#.*$", "", value)
+
+
+# -- content hash -----------------------------------------------------------------------------------
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 of a submission's files: each file's path inside it, size and bytes, in path order (its
+    metadata file, caches and links aside)."""
+    digest = hashlib.sha256()
+    for relative, file in _files(path):
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(str(file.stat().st_size).encode() + b"\0")
+        with open(file, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _files(path: Path) -> list[tuple[str, Path]]:
+    if path.is_file():
+        return [("", path)]
+    found = []
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        for name in sorted(files):
+            file = Path(folder) / name
+            if name in SKIPPED or name == METADATA or file.is_symlink():
+                continue
+            found.append((file.relative_to(path).as_posix(), file))
+    return sorted(found)
+
+
+def _natural(name: str) -> list:
+    """Sort key: "submission_9" before "submission_10"."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]

@@ -1,0 +1,383 @@
+"""`grader batch`: a folder and a Gradescope export graded in parallel into grades.csv, each submission's
+results.json and the item-analysis report; resumed runs skip what is graded; a hanging or crashing
+submission gets its status while the others complete. Exercises 8 and 12 only, to keep it quick.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import csv
+import dataclasses
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import grader.batch
+from grader.cli import main
+from grader.grades import grade_row
+from grader.report import failure_messages
+from grader.roster import Entry, SourceError, Submitter, content_hash, parse_metadata, read_source
+from tests.kit.gradescope_schema import problems
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text(encoding="utf-8")
+STUB = (KIT / "student" / "optimization_toolkit.py").read_text(encoding="utf-8")
+SELECTION = ["--exercise", "8", "--exercise", "12"]
+COLUMNS = [
+    "file", "name", "email", "sid", "8 softmax", "12 group advantages",
+    "total_points_earned", "total_points_possible", "percent_correct", "grading_status",
+]  # fmt: skip
+HANG_BOUND = 15.0  # --timeout of the class batch: well past an honest grading of two exercises
+
+# A stand-in for `python -m grader` that dies of SIGABRT on a submission named crash*: grade itself never
+# crashes on a submission, so the child's crash is simulated; every other submission is graded for real.
+CRASHING_GRADER = """\
+import os, sys
+if any(os.path.basename(arg).startswith("crash") for arg in sys.argv[1:]):
+    print("simulated crash of the grading process", flush=True)
+    os.abort()
+os.execv(sys.executable, [sys.executable, "-m", "grader", *sys.argv[1:]])
+"""
+
+METADATA = """\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@example.edu
+  :created_at: 2026-11-30 23:58:00.000000000 -08:00
+  :score: 0.0
+submission_102:
+  :submitters:
+  - :name: Ben Bit
+    :sid: '200'
+    :email: ben@example.edu
+  - :name: "Cy D'Arc"
+    :sid: 201
+    :email: ~
+"""
+
+
+def batch(*args: str) -> tuple[int, str, str]:
+    """Run `grader batch` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--root", str(KIT), "batch", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def rows(grades: Path) -> dict[str, dict[str, str]]:
+    with open(grades, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        assert reader.fieldnames == COLUMNS
+        return {row["file"]: row for row in reader}
+
+
+def looping(text: str, marker: Path) -> str:
+    """`text` with every exercise stub replaced by an endless loop, marked with a comment (to find it)."""
+    loops = re.sub(r'raise NotImplementedError\("exercise [^"]*"\)', "while True:\n        pass", text)
+    return f"# {marker}\n{loops}"
+
+
+def left_running(marker: Path) -> list[str]:
+    """Processes still running the submission marked `marker`: its grading, or its worker (which runs in
+    a scratch folder holding a copy of the module)."""
+    found = []
+    for process in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if str(marker).encode() in (process / "cmdline").read_bytes():
+                found.append(process.name)
+            elif str(marker) in (process / "cwd" / "optimization_toolkit.py").read_text(errors="replace"):
+                found.append(process.name)
+    return found
+
+
+# -- a class folder: reference, stubs, broken, crashing, hanging --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    top = tmp_path_factory.mktemp("class")
+    source = top / "submissions"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "stub.py").write_text(STUB, encoding="utf-8")
+    (source / "broken").mkdir()  # softmax does not compile: salvage drops it, exercise 12 is still graded
+    broken = REFERENCE.replace("def softmax(", "def softmax((", 1)
+    (source / "broken" / "optimization_toolkit.py").write_text(broken, encoding="utf-8")
+    (source / "crash.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "spin.py").write_text(looping(STUB, source / "spin.py"), encoding="utf-8")
+    wrapper = top / "fake_grader.py"
+    wrapper.write_text(CRASHING_GRADER, encoding="utf-8")
+    grades = top / "grades.csv"
+    started = time.monotonic()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+        code, out, err = batch(
+            str(source), "-o", str(grades), "-j", "2", *SELECTION,
+            "--call-timeout", "120", "--timeout", str(HANG_BOUND),
+        )  # fmt: skip
+    return {
+        "code": code, "out": out, "err": err, "grades": grades, "source": source,
+        "results": top / "grades-results", "seconds": time.monotonic() - started,
+    }  # fmt: skip
+
+
+def test_the_class_is_graded_into_grades_csv(class_batch: dict) -> None:
+    assert class_batch["code"] == 0, class_batch["err"]
+    graded = rows(class_batch["grades"])
+    assert list(graded) == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
+    scores = {file: [row[c] for c in COLUMNS[4:]] for file, row in graded.items()}
+    assert scores["ada.py"] == ["3", "4", "7", "7", "100", "completed"]
+    assert scores["broken"] == ["0", "4", "4", "7", "57.14", "completed"]
+    assert scores["stub.py"] == ["0", "0", "0", "7", "0", "completed"]
+    assert all(row["name"] == row["email"] == row["sid"] == "" for row in graded.values())
+
+
+def test_a_crash_and_a_hang_get_their_status_and_the_rest_completes(class_batch: dict) -> None:
+    graded = rows(class_batch["grades"])
+    assert graded["crash.py"]["grading_status"].startswith("crashed: the grader was killed by SIGABRT")
+    assert "simulated crash" in graded["crash.py"]["grading_status"]
+    assert graded["spin.py"]["grading_status"] == (
+        f"timed out: grading took longer than {HANG_BOUND:g} s and was stopped"
+    )
+    assert graded["crash.py"]["total_points_earned"] == graded["spin.py"]["total_points_earned"] == "0"
+    assert "spin.py: timed out" in class_batch["out"] and "crash.py: crashed" in class_batch["out"]
+
+
+def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> None:
+    records = {p.parent.name: json.loads(p.read_text()) for p in class_batch["results"].glob("*/batch.json")}
+    spin = records["spin.py"]["seconds"]
+    assert HANG_BOUND <= spin < HANG_BOUND + grader.batch.GRACE_SECONDS + 5
+    honest = [r["seconds"] for name, r in records.items() if name != "spin.py"]
+    assert max(honest) < HANG_BOUND
+    # two slots: the hang holds one, the other four share the other
+    assert class_batch["seconds"] < max(spin, sum(honest)) + 10
+    assert left_running(class_batch["source"] / "spin.py") == []
+
+
+def test_every_submission_keeps_a_valid_results_json(class_batch: dict) -> None:
+    folders = sorted(p.name for p in class_batch["results"].iterdir())
+    assert folders == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
+    for name in folders:
+        assert problems(class_batch["results"] / name / "results.json") == [], name
+        assert not (class_batch["results"] / name / "results.new.json").exists()
+    spin = json.loads((class_batch["results"] / "spin.py" / "results.json").read_text())
+    assert spin["score"] == 0 and "timed out" in spin["output"]
+
+
+def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: dict) -> None:
+    folder = class_batch["grades"].parent
+    assert (folder / "score-histogram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (folder / "pass-rates.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
+    assert [base64.b64decode(i)[:4] for i in images] == [b"\x89PNG"] * 2
+    assert "http://" not in page and "https://" not in page  # readable offline
+    assert "5 submissions, 3 scored, 2 not scored" in page
+    # exercise 8: only ada.py of the three scored has full points; exercise 12: ada and broken
+    assert re.search(
+        r"<td>8 softmax</td><td class='n'>3</td><td class='n'>3</td><td class='n'>33%</td>", page
+    )
+    assert re.search(
+        r"<td>12 group advantages</td><td class='n'>4</td><td class='n'>3</td><td class='n'>67%", page
+    )
+    assert "8 softmax: visible checks" in page and "12 group advantages: hidden checks" in page
+    assert "(not implemented)" in page  # the stub's failures, by kind
+
+
+def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "spin.py").write_text(looping(STUB, source / "spin.py"), encoding="utf-8")
+    command = [sys.executable, "-m", "grader", "--root", str(KIT), "batch", str(source), "-j", "2"]
+    command += ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120"]
+    run = subprocess.Popen(  # with SIGINT ignored, as `grader batch ... &` starts: the batch takes it anyway
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    kept = tmp_path / "grades-results" / "ada.py" / "batch.json"
+    deadline = time.monotonic() + 60
+    while not kept.exists() and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C would
+    _, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 10)
+    assert run.returncode == 130 and "interrupted after 1 gradings" in err
+    assert json.loads(kept.read_text())["status"] == "completed"
+    spin = tmp_path / "grades-results" / "spin.py"
+    assert not (spin / "batch.json").exists() and not (spin / "results.new.json").exists()
+    assert left_running(source / "spin.py") == []
+    assert not (tmp_path / "grades.csv").exists()
+
+    again = ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120", "--timeout", "3"]
+    code, out, _ = batch(str(source), *again)
+    assert code == 0 and "1 graded now, 1 already graded" in out and "spin.py: timed out" in out
+
+
+# -- a Gradescope export, resumed ---------------------------------------------------------------------
+
+
+def export_zip(path: Path, second: str = STUB) -> Path:
+    with zipfile.ZipFile(path, "w") as zipped:
+        zipped.writestr("assignment_42_export/submission_metadata.yml", METADATA)
+        zipped.writestr("assignment_42_export/submission_101/optimization_toolkit.py", REFERENCE)
+        zipped.writestr("assignment_42_export/submission_102/hw/optimization_toolkit (1).py", second)
+    return path
+
+
+def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
+    grades = tmp_path / "out" / "grades.csv"
+    args = ["-o", str(grades), "-j", "2", *SELECTION]
+    code, out, _ = batch(str(export_zip(tmp_path / "export.zip")), *args)
+    assert code == 0 and "2 graded now, 0 already graded" in out
+    first = rows(grades)
+    assert (first["submission_101"]["name"], first["submission_101"]["email"]) == (
+        "Ada Lovelace",
+        "ada@example.edu",
+    )
+    assert first["submission_101"]["sid"] == "1815"
+    assert first["submission_102"]["name"] == "Ben Bit; Cy D'Arc"
+    assert (first["submission_102"]["email"], first["submission_102"]["sid"]) == (
+        "ben@example.edu",
+        "200; 201",
+    )
+    assert (
+        first["submission_101"]["percent_correct"] == "100"
+        and first["submission_102"]["percent_correct"] == "0"
+    )
+    results = tmp_path / "out" / "grades-results" / "submission_101" / "results.json"
+    written = results.stat().st_mtime_ns
+
+    code, out, _ = batch(str(tmp_path / "export.zip"), *args)  # again: nothing to grade
+    assert code == 0 and "0 graded now, 2 already graded" in out
+    assert rows(grades) == first and results.stat().st_mtime_ns == written
+
+    code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
+    assert code == 0 and "1 graded now, 1 already graded" in out
+    assert rows(grades)["submission_102"]["percent_correct"] == "100"
+
+    code, out, _ = batch(str(tmp_path / "export.zip"), *args, "--force")
+    assert code == 0 and "2 graded now, 0 already graded" in out
+    assert results.stat().st_mtime_ns != written
+
+
+# -- the parts ----------------------------------------------------------------------------------------
+
+
+def test_metadata_names_every_submitter_and_skips_the_rest() -> None:
+    text = METADATA + "submission_103:\n  :submitters: []\n  :history:\n  - :submitters:\n    - :name: Old\n"
+    found = parse_metadata(text)
+    assert found["submission_101"] == [Submitter("Ada Lovelace", "ada@example.edu", "1815")]
+    assert found["submission_102"] == [
+        Submitter("Ben Bit", "ben@example.edu", "200"),
+        Submitter("Cy D'Arc", None, "201"),
+    ]
+    assert "submission_103" not in found  # no submitter of its own (a history entry's are not)
+    assert parse_metadata(":submitters:\n- :name: 'O''Neil'\n  :sid: \"7\"\n") == {
+        "": [Submitter("O'Neil", None, "7")]
+    }
+
+
+def test_a_folder_lists_each_entry_once_and_skips_outputs(tmp_path: Path) -> None:
+    for folder in ("sub_10", "sub_9", ".hidden", "__MACOSX"):
+        (tmp_path / folder).mkdir()
+    for file in ("b.py", "a.zip", "grades.csv", ".DS_Store"):
+        (tmp_path / file).write_text("x")
+    entries = read_source(tmp_path, tmp_path / "unused", exclude=[tmp_path / "grades.csv"])
+    assert [e.file for e in entries] == ["a.zip", "b.py", "sub_9", "sub_10"]
+    assert all(e.path.is_absolute() and e.submitters == () for e in entries)
+
+
+def test_an_export_with_a_climbing_path_is_refused(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as zipped:
+        zipped.writestr("export/../../escaped.py", "x = 1\n")
+    with pytest.raises(SourceError, match="unsafe path"):
+        read_source(tmp_path / "bad.zip", tmp_path / "scratch")
+    assert not (tmp_path.parent / "escaped.py").exists()
+
+
+def test_the_content_hash_follows_the_bytes_not_the_metadata(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "optimization_toolkit.py").write_text("x = 1\n")
+    before = content_hash(tmp_path / "s")
+    (tmp_path / "s" / "submission_metadata.yml").write_text(":score: 3\n")
+    assert content_hash(tmp_path / "s") == before
+    (tmp_path / "s" / "optimization_toolkit.py").write_text("x = 2\n")
+    assert content_hash(tmp_path / "s") != before
+
+
+def test_sigterm_stops_a_batch_as_ctrl_c_does() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), grader.batch._stoppable():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_grading_key_follows_the_kit_the_selection_and_the_call_timeout(tmp_path: Path) -> None:
+    (tmp_path / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    entry = Entry("ada.py", tmp_path / "ada.py")
+    options = grader.batch.BatchOptions(tmp_path / "results", exercises=(8,))
+    key = grader.batch.grading_key(entry, grader.batch.kit_identity(KIT, options))
+    assert key == grader.batch.grading_key(entry, grader.batch.kit_identity(KIT, options))
+    for changed in ({"exercises": (8, 12)}, {"call_timeout": 2.0}):
+        other = grader.batch.kit_identity(KIT, dataclasses.replace(options, **changed))
+        assert grader.batch.grading_key(entry, other) != key
+    kit = grader.batch.kit_identity(KIT, options)
+    assert grader.batch.grading_key(entry, dict(kit, kit_version="0.0.0")) != key
+    assert grader.batch.grading_key(entry, dict(kit, inventory="0" * 64)) != key
+    assert set(kit) >= {"kit_version", "inventory", "manifest", "reference"}
+
+
+def test_failures_are_read_by_property_and_kind() -> None:
+    visible = (
+        "1 of 3 visible checks passed.\n\n- failed: Equal logits.\n    AssertionError: softmax([0, 0])\n"
+        "      expected: [0.5, 0.5]\n\n"
+        "- failed: One entry.\n    ModuleNotFoundError: No module named 'numpy'\n"
+    )
+    assert failure_messages(visible) == (
+        ["Equal logits. (wrong result)", "One entry. (ModuleNotFoundError: No module named 'numpy')"],
+        0,
+    )
+    hidden = "0 of 9 hidden checks passed.\n\n- failed: sums to 1. (not implemented)\n... and 8 more"
+    assert failure_messages(hidden) == (["sums to 1. (not implemented)"], 8)
+
+
+def test_a_csv_cell_never_starts_a_formula() -> None:
+    outcome = grader.batch.Outcome(
+        Entry("=cmd.py", Path("/x"), (Submitter("@SUM(A1)", "-1", "+2"),)), "completed", "", {"score": 0}, 1.0
+    )
+    row = grade_row(outcome, [])
+    assert (row["file"], row["name"], row["email"], row["sid"]) == ("'=cmd.py", "'@SUM(A1)", "-1", "+2")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nowhere"], "nowhere: no such folder or zip"),
+        (["{file}"], "not a folder of submissions or a Gradescope export zip"),
+        (["{folder}", "-j", "0"], "-j must be at least 1 (got 0)"),
+        (["{empty}"], "empty: no submissions in it"),
+        (["{folder}", "--timeout", "0"], "--timeout and --call-timeout must be positive"),
+        (["{folder}", "--exercise", "99"], "no exercise 99 in the manifest"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "one.py").write_text("x = 1\n")
+    (tmp_path / "empty").mkdir()
+    filled = [a.format(file=tmp_path / "one.py", folder=tmp_path, empty=tmp_path / "empty") for a in args]
+    code, out, err = batch(*filled, "-o", str(tmp_path / "grades.csv"))
+    assert code == 2 and out == ""
+    assert err.startswith("grader: error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "grades.csv").exists()
