@@ -327,6 +327,7 @@ class _Confine:
     def __init__(self, limits: Limits, user: pwd.struct_passwd | None):
         self.limits, self.user = limits, user
         self.unshare = _unshare_function() if user is not None else None
+        self.die_with_parent = _parent_death_function()
 
     def __call__(self) -> None:
         if self.unshare is not None:
@@ -345,6 +346,8 @@ class _Confine:
             os.setgid(self.user.pw_gid)
             os.setuid(self.user.pw_uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new process or thread, ever
+        if self.die_with_parent is not None:
+            self.die_with_parent()  # after setuid, which clears it: a killed grader takes its worker along
 
 
 def _unshare_function() -> Callable[[], None] | None:
@@ -390,6 +393,18 @@ def protect_kit(root: Path) -> None:
         path = root / name
         if path.exists():
             os.chmod(path, os.stat(path).st_mode & ~0o007)
+
+
+def _parent_death_function() -> Callable[[], None] | None:
+    """prctl(PR_SET_PDEATHSIG, SIGKILL), prepared in the parent; None where there is no prctl (not Linux)."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def _worker_user() -> pwd.struct_passwd | None:

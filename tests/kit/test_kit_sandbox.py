@@ -4,14 +4,17 @@ scratch folder the worker user could not reach is a clear error, not a silent ze
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
 import pytest
 
 from grader.protocol import CallTimedOut, SubmissionError
-from grader.sandbox import Limits, SandboxError
+from grader.sandbox import Limits, SandboxError, _cpu_time
 from grader.student import sandboxed_student
 from grader.worker import load_module
 
@@ -93,3 +96,51 @@ def test_a_scratch_folder_closed_to_the_worker_user_is_refused(ref, monkeypatch)
             open_student(ref, "")
     finally:
         closed.rmdir()
+
+
+def test_a_worker_does_not_outlive_a_grader_that_is_killed(tmp_path):
+    # The grader (here a child python) opens a sandbox, starts a call that never ends, and is killed.
+    script = tmp_path / "grader.py"
+    script.write_text(
+        "import sys, types\n"
+        f"sys.path.insert(0, {str(KIT)!r})\n"
+        "from pathlib import Path\n"
+        "from grader.student import sandboxed_student\n"
+        "from grader.worker import load_module\n"
+        f"ref = load_module(Path({str(REFERENCE)!r}), 'r')\n"
+        f"src = Path({str(REFERENCE)!r}).read_text()\n"
+        "src += '\\ndef softmax(xs):\\n    while True:\\n        pass\\n'\n"
+        "student, sandbox = sandboxed_student(src, ref, ref, {'softmax': 8})\n"
+        "student.softmax([0.0])\n"
+    )
+    grader = subprocess.Popen([sys.executable, str(script)])
+    worker = None
+    for _ in range(200):  # wait until its worker runs
+        time.sleep(0.05)
+        worker = next((p for p in _children(grader.pid)), None)
+        if worker:
+            break
+    assert worker is not None
+    for _ in range(200):  # and until it is inside the endless call, past its start-up
+        if _cpu_time(worker) > 0.5:
+            break
+        time.sleep(0.05)
+    grader.kill()
+    grader.wait()
+    for _ in range(100):
+        if not Path(f"/proc/{worker}").exists():
+            break
+        time.sleep(0.05)
+    assert not Path(f"/proc/{worker}").exists(), "the worker outlived its grader"
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(stat[1]) == pid:
+            out.append(int(entry))
+    return out
