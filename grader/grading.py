@@ -59,7 +59,7 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="optlab-grade-") as scratch:
         log = Path(scratch) / "printed.txt"
         args = [f"--worker-log={log}"] + ([f"--call-timeout={call_timeout}"] if call_timeout else [])
-        notes = list(intake_notes(intake))
+        notes = list(intake.notes)
         try:
             paths = suite_files_in_order(inventory) if exercises else None
             records = run_suites(root, submission, paths, pytest_args=args, timeout=RUN_SECONDS)
@@ -99,14 +99,6 @@ def kit_manifest(root: Path) -> Manifest:
     return load_manifest(
         root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()), MANIFEST.as_posix()
     )
-
-
-def intake_notes(intake: Submission) -> list[str]:
-    """What the student should know about how their file was read."""
-    notes = list(intake.notes)
-    if intake.syntax_error and not any("syntax" in n.lower() for n in notes):
-        notes.append(f"Your file has a syntax error ({intake.syntax_error}); the rest of it was graded.")
-    return notes
 
 
 def _digest(intake: Submission) -> str:

@@ -371,7 +371,7 @@ def test_a_syntax_error_in_one_function_keeps_the_others_on_their_lines(tmp_path
     assert submission.broken == {"second": "line 14: '(' was never closed"}
     assert submission.syntax_error is not None and submission.syntax_error.startswith("line 14: ")
     assert len(submission.notes) == 1 and "second (line 14: " in submission.notes[0]
-    assert "syntax error" in submission.notes[0]  # grading.intake_notes adds no second note then
+    assert "syntax error" in submission.notes[0]  # the note tells the student about the error
     compile(submission.source, "salvaged", "exec", dont_inherit=True)
 
 
