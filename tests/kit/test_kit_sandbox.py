@@ -4,6 +4,7 @@ scratch folder the worker user could not reach is a clear error, not a silent ze
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -144,3 +145,52 @@ def _children(pid: int) -> list[int]:
         if entry.isdigit() and int(stat[1]) == pid:
             out.append(int(entry))
     return out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the network namespace is asked for only as root")
+def test_a_container_that_refuses_a_network_namespace_still_grades(ref, monkeypatch):
+    """Docker and Gradescope run as root without CAP_SYS_ADMIN: unshare fails, the worker still runs."""
+    import grader.sandbox as sandbox_module
+
+    def refused() -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sandbox_module, "_unshare_function", lambda: refused)
+    student, sandbox = open_student(ref, "")
+    try:
+        assert student.exact_kl([0.5, 0.5], [0.5, 0.5]) == 0.0
+    finally:
+        sandbox.close()
+
+
+def _refuse_address_space(real_setrlimit):
+    def setrlimit(which, limits):
+        if which == resource.RLIMIT_AS:
+            raise ValueError("current limit exceeds maximum limit")  # as macOS answers
+        real_setrlimit(which, limits)
+
+    return setrlimit
+
+
+def test_a_limit_the_os_refuses_is_skipped_on_a_students_own_machine(ref, monkeypatch):
+    """Not root (a student's laptop, macOS): the call deadlines still hold, the tests still run."""
+    import grader.sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "_worker_user", lambda: None)
+    monkeypatch.setattr(resource, "setrlimit", _refuse_address_space(resource.setrlimit))
+    student, sandbox = open_student(ref, "")
+    try:
+        assert student.exact_kl([0.5, 0.5], [0.5, 0.5]) == 0.0
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root grades with every limit required")
+def test_grading_as_root_refuses_to_run_a_worker_without_its_limits(ref, monkeypatch):
+    monkeypatch.setattr(resource, "setrlimit", _refuse_address_space(resource.setrlimit))
+    student, sandbox = open_student(ref, "")
+    try:
+        with pytest.raises(SandboxError, match="could not be started and confined"):
+            student.exact_kl([0.5, 0.5], [0.5, 0.5])
+    finally:
+        sandbox.close()
