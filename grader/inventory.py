@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from grader.errors import KitError
-from grader.suites import SUITES, TestRecord
+from grader.layout import SUITES
+from grader.suites import TestRecord
 
 INVENTORY = Path("tests/inventory.json")
 

@@ -1,4 +1,4 @@
-"""Where a kit tree keeps its files: the manifest, the reference module and the student mirror."""
+"""Where a kit tree keeps its files: the manifest, the reference module, the student mirror and the suites."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions/optimization_toolkit.py")
 STUDENT = Path("student/optimization_toolkit.py")
+SUITES = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 
 
 def find_root(start: Path) -> Path:

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import IntakeError, Submission, read_submission
-from grader.sandbox import Limits, protect_kit
+from grader.layout import MANIFEST, REFERENCE, SUITES
+from grader.sandbox import SANDBOX_AVAILABLE, Limits, protect_kit
 from grader.student import (
     Student,
     in_process_student,
@@ -33,10 +34,7 @@ from grader.student import (
 )
 from grader.worker import load_module
 
-SUITES = ("visible", "hidden")
-MODULE_FILE = "optimization_toolkit.py"
-REFERENCE_FILE = Path("solutions") / MODULE_FILE
-MANIFEST_FILE = Path("grader") / "exercises.toml"
+MODULE_FILE = REFERENCE.name
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
 settings.register_profile(
@@ -70,8 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--worker",
         choices=("sandbox", "inprocess"),
-        default="sandbox",
-        help="where the submission runs: a sandboxed process (default), or this process (to debug with pdb)",
+        default="sandbox" if SANDBOX_AVAILABLE else "inprocess",
+        help="where the submission runs: a sandboxed process (default where the OS allows it), or this "
+        "process (to debug with pdb)",
     )
     group.addoption(
         "--call-timeout", type=float, default=Limits.call_seconds, metavar="S", help="seconds per call"
@@ -86,6 +85,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which module the run tests, and where its calls run."""
+    where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
+    try:
+        module = _submission_path(config.getoption("submission"), Path(config.rootpath))
+    except pytest.UsageError as error:
+        return f"optlab: {error}"
+    return f"optlab: testing {module}; its calls run in {where}"
+
+
 class Lab:
     """What the tests run on: the submission, the reference (if any) and the exercise functions."""
 
@@ -94,16 +103,16 @@ class Lab:
         self.config = config
         self.submission = _submission_path(config.getoption("submission"), root)
         reference = config.getoption("reference") or (
-            root / REFERENCE_FILE if (root / REFERENCE_FILE).is_file() else None
+            root / REFERENCE if (root / REFERENCE).is_file() else None
         )
         self.reference: types.ModuleType | None = (
             load_module(Path(reference), "optlab_reference") if reference else None
         )
-        self.exercise_of = _exercise_of(root / MANIFEST_FILE, Path(reference) if reference else None)
+        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None)
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
         self.intake = _intake(self.submission)
-        if os.geteuid() == 0:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
             protect_kit(root)
 
     def student(self) -> tuple[Student, Callable[[], None]]:
@@ -144,7 +153,7 @@ def _submission_path(option: str | None, root: Path) -> Path:
         if not path.exists():
             raise pytest.UsageError(f"--submission {option}: no such file or folder")
         return path.resolve()
-    for candidate in (root / MODULE_FILE, root / REFERENCE_FILE):
+    for candidate in (root / MODULE_FILE, root / REFERENCE):
         if candidate.is_file():
             return candidate
     raise pytest.UsageError(f"no {MODULE_FILE} beside the tests: put yours there or pass --submission PATH")

@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from grader.errors import KitError
+from grader.layout import SUITES
 from grader.manifest import Exercise, Manifest
-from grader.suites import SUITES, TestRecord
+from grader.suites import TestRecord
 
 
 @dataclass(frozen=True)

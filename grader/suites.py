@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import KitError
-
-SUITES = ("visible", "hidden")
+from grader.layout import SUITES
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def run_suites(
         try:
             run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SuiteRunError(f"the suites did not finish within {timeout:.0f} s") from None
+            raise SuiteRunError(f"the suites did not finish within {timeout:g} s") from None
         if not report_path.is_file():
             tail = (run.stdout + run.stderr).strip().splitlines()[-5:]
             raise SuiteRunError("the test run wrote no report: " + " | ".join(tail))

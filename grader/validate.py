@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.layout import MANIFEST, REFERENCE, STUDENT, SUITES
 from grader.manifest import Exercise, Manifest, load_manifest
 from grader.reference import read_reference
-from grader.suites import SUITES, TestRecord, run_suites
+from grader.suites import TestRecord, run_suites
 
 
 @dataclass(frozen=True)
