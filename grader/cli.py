@@ -11,17 +11,16 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from grader.batch import SUBMISSION_SECONDS, BarProgress, BatchOptions, Outcome, run_batch
-from grader.build import build
 from grader.errors import KitError
-from grader.grades import write_grades
-from grader.grading import grade, kit_manifest, only_exercises
-from grader.inventory import load_inventory
+from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
 from grader.layout import find_root
-from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
-from grader.roster import read_source
-from grader.validate import report_rows, validate
+
+if TYPE_CHECKING:
+    from grader.batch import Outcome
+
+# The other commands import their stages when they run: the autograder zip ships only the grading path.
 
 PROG = "grader"
 _ROOT_HELP = (
@@ -75,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade_command.add_argument(
         "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
     )
+    grade_command.add_argument(
+        "--run-timeout", type=float, default=RUN_SECONDS, metavar="S",
+        help=f"wall-clock seconds for the whole test run (default {RUN_SECONDS:g})",
+    )  # fmt: skip
     grade_command.set_defaults(run=_run_grade)
 
     summary = (
@@ -99,10 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
     )
     batch_command.set_defaults(run=_run_batch)
+
+    summary = "write dist/autograder.zip (Gradescope, otter run, otter grade) and dist/student-handout.zip"
+    package_command = commands.add_parser("package", help=summary, description=summary, parents=[root_option])
+    package_command.add_argument("-o", "--output", type=Path, default=Path("dist"), metavar="DIST")
+    package_command.set_defaults(run=_run_package)
     return parser
 
 
 def _run_build(args: argparse.Namespace, root: Path) -> int:
+    from grader.build import build
+
     report = build(root, check=args.check)
     if args.check:
         for path in report.stale:
@@ -117,6 +127,9 @@ def _run_build(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_validate(args: argparse.Namespace, root: Path) -> int:
+    from grader.build import build
+    from grader.validate import report_rows, validate
+
     stale = build(root, check=True).stale
     if stale:
         return _fail(f"{stale[0].as_posix()} is stale: run grader build first")
@@ -131,7 +144,9 @@ def _run_validate(args: argparse.Namespace, root: Path) -> int:
 def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if not args.submission.exists():
         return _fail(f"{args.submission}: no such file or folder (give a .py file, a folder or a .zip)")
-    graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise)
+    if args.run_timeout <= 0:
+        return _fail("--run-timeout must be positive")
+    graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
     print(graded.document["output"])
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
@@ -141,6 +156,13 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
+    from grader.batch import BarProgress, BatchOptions, run_batch
+    from grader.grades import write_grades
+    from grader.grading import kit_manifest, only_exercises
+    from grader.inventory import load_inventory
+    from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
+    from grader.roster import read_source
+
     jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
     if problem := _batch_input_problem(args, jobs):
         return _fail(problem)
@@ -170,6 +192,23 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), args.source.name)
     _print_batch(outcomes)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
+    return 0
+
+
+def _run_package(args: argparse.Namespace, root: Path) -> int:
+    from grader.handout import HANDOUT_ZIP, handout_leaks, write_handout
+    from grader.package import write_autograder
+
+    autograder = write_autograder(root, args.output)
+    handout = write_handout(root, args.output / HANDOUT_ZIP)
+    leaks = handout_leaks(handout, root)
+    if leaks:
+        handout.unlink()
+        for leak in leaks:
+            print(f"{PROG}: handout leak: {leak}", file=sys.stderr)
+        return _fail(f"the student handout would leak {len(leaks)} secret(s); it was not written")
+    for path in (autograder, handout):
+        print(f"{PROG}: wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
     return 0
 
 

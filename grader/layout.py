@@ -8,6 +8,7 @@ MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions/optimization_toolkit.py")
 STUDENT = Path("student/optimization_toolkit.py")
 SUITES = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
+ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope
 
 
 def find_root(start: Path) -> Path:

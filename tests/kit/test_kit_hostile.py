@@ -362,3 +362,24 @@ def assert_nothing_left_behind(tmp_path: Path) -> None:
             return
         left = [p for p in Path("/tmp").iterdir() if p.lstat().st_uid == uid]
         assert left == [], f"the worker user left {left}"
+
+
+def test_a_test_run_cut_at_its_time_limit_still_gets_results_that_say_so(tmp_path, sandboxes, monkeypatch):
+    """grader grade --run-timeout: a run that overruns is stopped; every check it did not reach is
+    failed with the reason, in a valid results.json, and nothing of it keeps running."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    out = tmp_path / "results.json"
+    graded = grade(KIT, KIT / "solutions" / "optimization_toolkit.py", out, exercises=[8], run_seconds=0.2)
+    assert problems(out) == []
+    assert graded.document["score"] == 0
+    assert "did not finish within 0.2 s" in graded.document["output"]
+    assert {t["status"] for t in graded.document["tests"]} == {"failed"}
+    assert_nothing_left_behind(sandboxes)
+
+
+def test_grade_refuses_a_run_timeout_that_is_not_positive(capsys):
+    from grader.cli import main
+
+    reference = str(KIT / "solutions" / "optimization_toolkit.py")
+    assert main(["--root", str(KIT), "grade", reference, "--run-timeout", "0"]) == 2
+    assert "--run-timeout must be positive" in capsys.readouterr().err

@@ -1,0 +1,255 @@
+"""The student handout: `dist/student-handout.zip`, and the check that it gives nothing secret away.
+
+The handout is what a student needs to do the lab and run its visible tests with only pytest and
+hypothesis installed: the stub module, the visible suite, the part of the grader that runs it (the
+`student` fixture, the sandboxed worker, the codec), a pytest.ini and a README. The check reads the zip
+as written and refuses it if it holds a hidden test (file, name or code), an exercise body of the
+reference, or the manifest's fields about hidden checks.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from grader.grading import kit_manifest
+from grader.inventory import load_inventory
+from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.manifest import Manifest
+from grader.package import add_member, pinned_requirements
+
+HANDOUT_ZIP = "student-handout.zip"
+FOLDER = "optlab-handout"  # everything sits in one folder of the zip
+MODULE_FILE = STUDENT.name
+# The grader modules a visible run imports: the suites' plugin and what it needs, nothing that grades.
+RUNNER_MODULES = (
+    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "protocol", "pytest_plugin",
+    "sandbox", "student", "worker",
+)  # fmt: skip
+REQUIREMENTS = ("pytest", "hypothesis")  # pinned as pyproject.toml pins them
+SECRET_KEYS = ("hidden_visibility", "hidden_output")  # the manifest's fields about hidden checks
+MIN_STATEMENT_CHARS = 40  # shorter statements (`total = 0.0`) are too common to call a leak
+
+
+def write_handout(root: Path, out: Path) -> Path:
+    """Write the handout zip of the kit at `root` to `out`; returns `out`."""
+    manifest = kit_manifest(root)
+    files = handout_files(root, manifest)
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in sorted(files.items()):
+            add_member(zf, f"{FOLDER}/{name}", data)
+    return out
+
+
+def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
+    """The handout's files: path inside the handout folder -> content."""
+    files = {MODULE_FILE: (root / STUDENT).read_bytes()}
+    for path in sorted((root / "tests" / "visible").glob("*.py")):
+        files[f"tests/visible/{path.name}"] = path.read_bytes()
+    files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
+    for name in RUNNER_MODULES:
+        files[f"grader/{name}.py"] = (root / "grader" / f"{name}.py").read_bytes()
+    pins = pinned_requirements(root)
+    files["requirements.txt"] = "".join(f"{pins[name]}\n" for name in REQUIREMENTS).encode()
+    files["pytest.ini"] = PYTEST_INI.encode()
+    files["README.md"] = student_readme(manifest, pins).encode()
+    return files
+
+
+PYTEST_INI = """\
+[pytest]
+testpaths = tests
+pythonpath = .
+addopts = -p no:cacheprovider
+markers =
+    exercise(id): the exercise a test checks
+"""
+
+
+def student_readme(manifest: Manifest, pins: dict[str, str]) -> str:
+    """The handout's README: what to do, how to test, what to submit, what the messages mean."""
+    rows = "\n".join(
+        f"| {e.id} | {e.title} | {', '.join(f'`{f}`' for f in e.functions)} | {e.points:g} |"
+        for e in manifest.exercises
+    )
+    return README_TEMPLATE.format(
+        module=MODULE_FILE,
+        rows=rows,
+        total=f"{manifest.total_points:g}",
+        install=" ".join(f'"{pins[name]}"' for name in REQUIREMENTS),
+    )
+
+
+README_TEMPLATE = """\
+# Optimizing agents: the lab
+
+Fill in the functions of `{module}` that raise `NotImplementedError`. Each docstring says what the
+function must do; everything else in the module is given and already works. Submit `{module}` alone.
+
+| exercise | what | functions | points |
+|---|---|---|---|
+{rows}
+
+Total: {total} points.
+
+## Run the visible tests
+
+With Python 3.11 to 3.13, in this folder:
+
+    python -m venv .venv && . .venv/bin/activate      # Windows: .venv\\Scripts\\activate
+    pip install -r requirements.txt                   # {install}
+    python -m pytest                                  # every visible test
+    python -m pytest tests/visible/test_ex06_pareto.py  # one exercise
+    python -m pytest -x --submission path/to/other.py   # stop at the first failure; another file
+
+The tests call your functions in a separate process, with a time limit per call, exactly as the
+grader will: an endless loop costs that exercise's tests, not your whole run. To step through your
+code with a debugger, run them in this process instead: `python -m pytest --worker inprocess --pdb`.
+
+## What the messages mean
+
+- `NotImplementedError: exercise 6 (...): implement pareto_front`: you have not done that exercise yet.
+- `pareto_front([[1, 0], [0, 1]])` then `expected: ...` and `got: ...`: the call that went wrong, what
+  it should have returned, what yours returned, and the first place where they differ.
+- `CallTimedOut`: the call used more than its CPU time (an endless loop?); the other tests of that
+  exercise are then skipped as failed.
+- `SubmissionError`: your function raised an exception; the message shows its type, text and line.
+
+## How you are graded
+
+The grader runs these visible tests and hidden ones, which check the same functions on other inputs
+and the properties their docstrings promise. Each exercise's points are shared out over its tests.
+A function that calls another exercise's function is graded with a correct version of that other
+function, so one mistake costs points once. Passing every visible test is a good sign, not a promise.
+"""
+
+
+# -- the leak check --------------------------------------------------------------------------------------
+
+
+def handout_leaks(handout: Path, root: Path) -> list[str]:
+    """Every secret the handout zip at `handout` would give away (empty: none)."""
+    files = _read_zip(handout)
+    leaks = [f"{name}: a grading-only file" for name in files if _grading_only(name)]
+    texts = {name: data.decode("utf-8", "replace") for name, data in files.items()}
+    for key in SECRET_KEYS:
+        leaks += [f"{name}: names the manifest's {key}" for name, text in texts.items() if key in text]
+    trees = {name: tree for name, text in texts.items() if name.endswith(".py") and (tree := _parse(text))}
+    leaks += _hidden_test_leaks(root, texts, trees)
+    leaks += _solution_leaks(root, trees)
+    return leaks
+
+
+def _read_zip(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
+        return {
+            info.filename.removeprefix(f"{FOLDER}/"): zf.read(info)
+            for info in zf.infolist()
+            if not info.is_dir()
+        }
+
+
+def _grading_only(name: str) -> bool:
+    parts = Path(name).parts
+    return (
+        "hidden" in parts
+        or "solutions" in parts
+        or name.endswith((MANIFEST.name, "inventory.json"))
+        or (len(parts) == 2 and parts[0] == "grader" and Path(name).stem not in RUNNER_MODULES)
+    )
+
+
+def _hidden_test_leaks(root: Path, texts: dict[str, str], trees: dict[str, ast.Module]) -> list[str]:
+    """Names and code of the hidden suite that the visible suite does not share, found in the handout."""
+    names: dict[str, set[str]] = {"visible": set(), "hidden": set()}
+    for test in load_inventory(root)["tests"]:
+        names[test["suite"]].add(test["nodeid"].split("::")[-1].split("[")[0])
+    leaks = [
+        f"{name}: names the hidden test {test}"
+        for name, text in texts.items()
+        for test in sorted(names["hidden"] - names["visible"])
+        if _has_word(text, test)
+    ]
+    public = {body for tree in _suite_trees(root, "visible") for _, body in _function_bodies(tree)}
+    secret = {}
+    for path, tree in zip(_suite_files(root, "hidden"), _suite_trees(root, "hidden"), strict=True):
+        for function, body in _function_bodies(tree):
+            if body not in public and len(body) >= MIN_STATEMENT_CHARS:
+                secret[body] = f"{path.name}::{function}"
+    leaks += [
+        f"{name}: {function} is the code of the hidden {secret[body]}"
+        for name, tree in trees.items()
+        for function, body in _function_bodies(tree)
+        if body in secret
+    ]
+    return leaks
+
+
+def _solution_leaks(root: Path, trees: dict[str, ast.Module]) -> list[str]:
+    """Statements of the reference's exercise bodies that the stubs hide, found in the handout.
+
+    Public: what the reference gives outside its exercise functions, and what the stubs keep of them
+    (scaffolding outside BEGIN/END SOLUTION markers)."""
+    exercises = set(kit_manifest(root).functions)
+    reference = ast.parse((root / REFERENCE).read_text(encoding="utf-8"))
+    stubs = ast.parse((root / STUDENT).read_text(encoding="utf-8"))
+    public = set()
+    for tree, exercise_part in ((reference, False), (stubs, True)):
+        for node in tree.body:
+            if (isinstance(node, ast.FunctionDef) and node.name in exercises) == exercise_part:
+                public.update(_statements(node))
+    secret = {
+        statement: node.name
+        for node in reference.body
+        if isinstance(node, ast.FunctionDef) and node.name in exercises
+        for statement in _statements(node)
+        if statement not in public and len(statement) >= MIN_STATEMENT_CHARS
+    }
+    return [
+        f"{name}: holds the solution of {secret[statement]}: {statement.splitlines()[0][:80]}"
+        for name, tree in trees.items()
+        for statement in dict.fromkeys(_statements(tree))
+        if statement in secret
+    ]
+
+
+def _suite_files(root: Path, suite: str) -> list[Path]:
+    return sorted((root / "tests" / suite).glob("*.py"))
+
+
+def _suite_trees(root: Path, suite: str) -> list[ast.Module]:
+    return [ast.parse(path.read_text(encoding="utf-8")) for path in _suite_files(root, suite)]
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+
+
+def _function_bodies(tree: ast.AST) -> Iterator[tuple[str, str]]:
+    """(name, body as source without its docstring) of every function in `tree`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            yield node.name, "\n".join(ast.unparse(statement) for statement in body)
+
+
+def _statements(tree: ast.AST) -> Iterator[str]:
+    """Every statement under `tree` (nested ones too) as normalised source, docstrings left out."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not _is_docstring(node):
+            yield ast.unparse(node)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(getattr(node.value, "value", None), str)

@@ -1,0 +1,120 @@
+"""Otter's way in: a plugin that hands a submission's grading to the kit's grader.
+
+Otter runs a submission in an IPython kernel (as root on Gradescope) beside its own tests. This plugin
+stops that and grades as `grader grade` does:
+- `before_grading` removes the copy of the kit that Otter put beside the submission (its support files
+  go there), so that nothing of the tests or the reference is within the submission's reach;
+- `before_execution` swaps the submission's code for a comment, so Otter's kernel runs none of it;
+- `after_grading` runs `grader grade` in a child process, with the kit that `grader package` put in the
+  autograder zip (`source/files/optlab`), and puts its results into Otter's: one test file per exercise,
+  one test case per suite, the exercise's score as `grader grade` gave it. Otter then writes
+  results.json, its grades CSV and its summary from them as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from otter.plugins import AbstractOtterPlugin
+from otter.test_files import GradingResults, TestCase, TestCaseResult
+from otter.test_files.ottr_test import OttrTestFile  # a test file Otter only reports, never runs
+
+from grader.grading import kit_manifest
+from grader.layout import MANIFEST, ZIP_KIT
+from grader.manifest import Exercise
+
+GRADE_SECONDS = 480.0  # the suites' own bound; within Gradescope's default 10 minutes with Otter's start
+PLACEHOLDER = "# optlab-kit: this submission is graded in the kit's sandbox, not in this kernel\n"
+
+
+class KitGrading(AbstractOtterPlugin):
+    """Grade with the kit's sandbox and suites instead of Otter's kernel."""
+
+    autograder_dir: Path | None = None
+
+    def before_grading(self, config) -> None:
+        self.autograder_dir = Path(config.autograder_dir).resolve()
+        copy = Path(self.submission_path).parent / Path(ZIP_KIT).name  # Otter copies files/* there
+        if (copy / MANIFEST).is_file():
+            shutil.rmtree(copy)
+
+    def before_execution(self, submission):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLACEHOLDER)])
+
+    def after_grading(self, results: GradingResults) -> None:
+        kit = self.kit()
+        document = run_grader(kit, Path(self.submission_path))
+        fill_results(results, document, kit_manifest(kit).exercises)
+
+    def kit(self) -> Path:
+        """The kit in the autograder zip; else (the plugin run outside a zip) the installed kit."""
+        if self.autograder_dir is not None:
+            shipped = self.autograder_dir / "source" / ZIP_KIT
+            if (shipped / MANIFEST).is_file():
+                return shipped
+        return Path(__file__).resolve().parents[1]
+
+
+def prepare_autograder_dir(autograder_dir: str) -> None:
+    """Run by the zip's run_otter.py before Otter starts: Otter 7 reads submission_metadata.json as
+    JSON when a plugin is configured, and `otter grade`'s image holds an empty one."""
+    metadata = Path(autograder_dir) / "submission_metadata.json"
+    if not metadata.is_file() or not metadata.read_text(encoding="utf-8").strip():
+        metadata.write_text("{}\n", encoding="utf-8")
+
+
+def run_grader(kit: Path, submission: Path) -> dict:
+    """`grader grade` of `submission` with the kit at `kit`, in a child process: its results.json.
+
+    A grader that fails or overruns gives a document with no tests and a message that says so.
+    """
+    env = {**os.environ, "PYTHONPATH": str(kit)}  # the zip's grader code, not whatever is installed
+    with tempfile.TemporaryDirectory(prefix="optlab-otter-") as scratch:
+        out = Path(scratch) / "results.json"
+        command = [sys.executable, "-m", "grader", "--root", str(kit), "grade", str(submission)]
+        command += ["-o", str(out), "--run-timeout", str(GRADE_SECONDS)]
+        try:
+            run = subprocess.run(
+                command, cwd=kit, env=env, capture_output=True, text=True, timeout=GRADE_SECONDS + 60
+            )
+        except subprocess.TimeoutExpired:
+            why = f"The kit's grader did not finish within {GRADE_SECONDS + 60:.0f} s."
+            return {"tests": [], "output": why}
+        if out.is_file():
+            return json.loads(out.read_text(encoding="utf-8"))
+        why = (run.stderr or run.stdout).strip()[-2000:]
+        return {"tests": [], "output": f"The kit's grader failed (exit {run.returncode}): {why}"}
+
+
+def fill_results(results: GradingResults, document: dict, exercises: tuple[Exercise, ...]) -> None:
+    """Replace Otter's results with the kit's: per exercise, its suites' entries and its score."""
+    results.clear_results()
+    results.set_output(document.get("output", ""))
+    tests = document.get("tests", [])
+    for exercise in exercises:
+        entries = [t for t in tests if t.get("extra_data", {}).get("exercise") == exercise.id]
+        test_file = _test_file(exercise, entries, document.get("output", ""))
+        results.results[test_file.name] = test_file
+
+
+def _test_file(exercise: Exercise, entries: list[dict], why_ungraded: str) -> OttrTestFile:
+    cases, outcomes = [], []
+    for entry in entries:
+        suite = entry["extra_data"]["suite"]
+        case = TestCase(f"{suite} checks", None, suite == "hidden", entry["max_score"], None, None)
+        cases.append(case)
+        outcomes.append(TestCaseResult(case, entry["output"], entry["status"] == "passed"))
+    if not entries:  # not graded at all: the exercise's points, lost for the reason given
+        case = TestCase("checks", None, False, exercise.points, None, None)
+        cases, outcomes = [case], [TestCaseResult(case, why_ungraded, False)]
+    test_file = OttrTestFile(exercise.label, exercise.label, cases, all_or_nothing=False)
+    test_file.test_case_results = outcomes
+    test_file.update_score(round(sum(entry["score"] for entry in entries), 6))
+    return test_file

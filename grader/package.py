@@ -1,0 +1,203 @@
+"""Packaging: `dist/autograder.zip` for Gradescope, `otter run` and `otter grade`, made with `otter generate`.
+
+The zip is Otter's own (run_autograder, setup.sh, environment.yml, otter_config.json, run_otter.py) with
+the kit's grading path in `files/optlab/`: the grader modules that grade, the manifest, the suites and
+their inventory, and the reference. `files/` because it is the one folder of the zip that Otter's
+`otter grade` image copies besides its own files. Three edits to Otter's files make it work everywhere:
+- run_otter.py puts `files/optlab` on sys.path, so Otter can import the plugin
+  (grader.otter_plugin.KitGrading), and gives Otter a readable submission_metadata.json (otter grade's
+  image holds an empty one, which Otter 7 cannot parse when a plugin is configured);
+- setup.sh creates the unprivileged user that submissions run as (scripts/setup-worker.sh, inlined: otter
+  grade runs setup.sh before anything else of the zip is in place);
+- setup.sh no longer installs Playwright's Chromium, which only Otter's PDF export uses (off here) and
+  which is a known cause of failed image builds.
+The environment installs only the suites' pinned libraries besides Otter. Before packaging, the kit must be
+consistent: the student mirror current, the suites those of the inventory, every exercise of the manifest
+tested by both suites, and the pinned Otter installed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+from grader.errors import KitError
+from grader.grading import kit_manifest
+from grader.inventory import INVENTORY, load_inventory
+from grader.layout import MANIFEST, REFERENCE, SUITES, ZIP_KIT
+
+OTTER_VERSION = "7.0.0"  # as pinned in pyproject.toml's `otter` extra
+PYTHON_VERSION = "3.13"  # Otter's grading environment
+AUTOGRADER_ZIP = "autograder.zip"
+ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
+# The grading path (grader grade, the suites' plugin, the Otter plugin); not build, validate or batch.
+GRADING_MODULES = (
+    "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
+    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results", "sandbox",
+    "scoring", "student", "suites", "worker",
+)  # fmt: skip
+GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
+PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
+RUN_OTTER_PRELUDE = """\
+# optlab-kit: Otter's plugin is the kit's grader, shipped in files/optlab of this zip.
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "optlab"))
+from grader.otter_plugin import prepare_autograder_dir  # noqa: E402
+prepare_autograder_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""
+FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # every member's date
+
+
+class PackageError(KitError):
+    """The kit cannot be packaged as it is; the message says what to run."""
+
+
+def write_autograder(root: Path, dist: Path) -> Path:
+    """Check the kit, then write `dist/autograder.zip`; returns its path."""
+    if not dist.parent.is_dir():
+        raise PackageError(f"{dist.parent}: no such folder (-o names the folder to write, default dist)")
+    check_packable(root)
+    dist.mkdir(exist_ok=True)
+    out = dist / AUTOGRADER_ZIP
+    with tempfile.TemporaryDirectory(prefix="optlab-package-") as scratch:
+        staging = Path(scratch)
+        _stage_otter_inputs(root, staging)
+        generated = staging / "otter-autograder.zip"
+        _otter_generate(staging, generated)
+        with zipfile.ZipFile(generated) as otter, zipfile.ZipFile(out, "w") as zf:
+            for name in sorted(otter.namelist()):
+                if not name.startswith("tests/"):
+                    add_member(zf, name, _edited(root, name, otter.read(name)))
+            add_member(zf, "tests/", b"")  # Otter's test folder: empty, the plugin grades
+            for path in kit_files(root):
+                add_member(zf, f"{ZIP_KIT}/{path.as_posix()}", (root / path).read_bytes())
+    return out
+
+
+def check_packable(root: Path) -> None:
+    """Refuse, naming the problem and its fix, a kit that would package something it does not test."""
+    installed = _installed_otter()
+    if installed != OTTER_VERSION:
+        found = f"otter-grader {installed} is installed" if installed else "otter-grader is not installed"
+        raise PackageError(f"{found}, the kit is pinned to {OTTER_VERSION}: run pip install -e '.[otter]'")
+    from grader.build import build
+
+    stale = build(root, check=True).stale
+    if stale:
+        raise PackageError(f"{stale[0].as_posix()} is stale: run grader build")
+    manifest = kit_manifest(root)
+    inventory = load_inventory(root)
+    tested = {(test["exercise"], test["suite"]) for test in inventory["tests"]}
+    for exercise in manifest.exercises:
+        for suite in SUITES:
+            if (exercise.id, suite) not in tested:
+                raise PackageError(
+                    f"exercise {exercise.label} has no {suite} tests in {INVENTORY}: "
+                    "add them (with @pytest.mark.exercise) and run grader build"
+                )
+    unknown = {test["exercise"] for test in inventory["tests"]} - {e.id for e in manifest.exercises}
+    if unknown:
+        raise PackageError(
+            f"{INVENTORY} has tests for exercise {min(unknown)}, which {MANIFEST} does not have: "
+            "fix the marker or the manifest, then run grader build"
+        )
+
+
+def kit_files(root: Path) -> list[Path]:
+    """The kit files the grading reads, relative to `root`."""
+    files = [MANIFEST, REFERENCE, Path("tests/conftest.py"), INVENTORY]
+    files += [Path("grader") / f"{name}.py" for name in GRADING_MODULES]
+    for suite in SUITES:
+        files += sorted(p.relative_to(root) for p in (root / "tests" / suite).glob("*.py"))
+    missing = [p for p in files if not (root / p).is_file()]
+    if missing:
+        raise PackageError(f"{missing[0].as_posix()} is missing from the kit")
+    return files
+
+
+def otter_config(root: Path) -> dict:
+    """otter_config.json: the plugin grades; students see the visible checks' summary at once and the
+    exercises' scores as the manifest's hidden_visibility says ("hidden", else after publication)."""
+    hidden = all(e.hidden_visibility == "hidden" for e in kit_manifest(root).exercises)
+    return {
+        "lang": "python",
+        "plugins": ["grader.otter_plugin.KitGrading"],
+        "show_hidden": not hidden,
+        "force_public_test_summary": True,
+        "show_stdout": False,
+        "print_summary": True,
+    }
+
+
+def pinned_requirements(root: Path) -> dict[str, str]:
+    """name -> "name==version" of the kit's pinned dependencies (pyproject.toml's [project])."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {line.split("==")[0].strip(): line.replace(" ", "") for line in project["dependencies"]}
+
+
+def _stage_otter_inputs(root: Path, staging: Path) -> None:
+    (staging / "tests").mkdir()
+    (staging / "otter_config.json").write_text(json.dumps(otter_config(root), indent=2) + "\n")
+    pins = pinned_requirements(root)
+    (staging / "requirements.txt").write_text("".join(f"{pins[n]}\n" for n in GRADING_REQUIREMENTS))
+
+
+def _otter_generate(staging: Path, out: Path) -> None:
+    command = [sys.executable, "-m", "otter", "generate", "-t", "tests", "-o", str(out)]
+    command += ["-c", "otter_config.json", "-r", "requirements.txt", "--no-environment"]
+    command += ["--python-version", PYTHON_VERSION]
+    run = subprocess.run(command, cwd=staging, capture_output=True, text=True)
+    if run.returncode != 0:
+        why = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise PackageError(f"otter generate failed: {why[0]}")
+
+
+def _edited(root: Path, name: str, data: bytes) -> bytes:
+    """Otter's file `name`, with the kit's edits (see the module docstring)."""
+    if name == "run_otter.py":
+        return RUN_OTTER_PRELUDE.encode() + data
+    if name == "setup.sh":
+        text = data.decode()
+        if PLAYWRIGHT_STEP not in text:
+            raise PackageError(
+                f"Otter's setup.sh has no {PLAYWRIGHT_STEP!r}: is otter {OTTER_VERSION} installed?"
+            )
+        text = text.replace(
+            PLAYWRIGHT_STEP, "# optlab-kit: no Playwright (Otter's PDF export only; off here)"
+        )
+        return (text.rstrip("\n") + "\n\n" + _worker_step(root)).encode()
+    return data
+
+
+def _worker_step(root: Path) -> str:
+    """setup.sh's last step: scripts/setup-worker.sh, inlined, run with the environment's Python."""
+    script = (root / "scripts" / "setup-worker.sh").read_text(encoding="utf-8")
+    return (
+        "# optlab-kit: the unprivileged user that submissions run as (the kit's scripts/setup-worker.sh)\n"
+        "cat > /tmp/optlab-setup-worker.sh <<'OPTLAB_SETUP_WORKER'\n"
+        f"{script.rstrip()}\n"
+        "OPTLAB_SETUP_WORKER\n"
+        f"mamba run -n {ENV_NAME} bash /tmp/optlab-setup-worker.sh python\n"
+    )
+
+
+def add_member(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
+    """Add `name` to `zf`, compressed, with a fixed date (the same kit gives the same zip)."""
+    info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    executable = name in ("run_autograder", "setup.sh") or name.endswith("/")
+    info.external_attr = ((0o40755 if name.endswith("/") else 0o100755) if executable else 0o100644) << 16
+    zf.writestr(info, data)
+
+
+def _installed_otter() -> str | None:
+    try:
+        return importlib.metadata.version("otter-grader")
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,203 @@
+"""The student handout: what it holds, that the leak check finds every kind of secret put into it, and
+that it runs on its own (a fresh virtual environment with only pytest and hypothesis): every visible
+test fails on the stubs with its exercise's NotImplementedError, and passes on the reference."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.handout import FOLDER, HANDOUT_ZIP, RUNNER_MODULES, handout_leaks, write_handout
+from grader.inventory import load_inventory
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory) -> Path:
+    return write_handout(KIT, tmp_path_factory.mktemp("dist") / HANDOUT_ZIP)
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {name.removeprefix(f"{FOLDER}/"): zf.read(name) for name in zf.namelist()}
+
+
+def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
+    files = members(handout)
+    visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
+    runner = {f"grader/{name}.py" for name in RUNNER_MODULES}
+    expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
+    assert set(files) == expected | visible | runner
+    assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()
+    assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]
+    readme = files["README.md"].decode()
+    assert "| 6 | Pareto selection |" in readme and "Total: 100 points." in readme
+
+
+def test_the_handout_leaks_nothing(handout):
+    assert handout_leaks(handout, KIT) == []
+
+
+def test_the_handout_is_the_same_zip_every_time(handout, tmp_path):
+    assert write_handout(KIT, tmp_path / HANDOUT_ZIP).read_bytes() == handout.read_bytes()
+
+
+def tampered(handout: Path, out: Path, name: str, data: bytes) -> Path:
+    """The handout with `name` added (or replaced) in its folder."""
+    files = members(handout) | {name: data}
+    with zipfile.ZipFile(out, "w") as zf:
+        for member, content in files.items():
+            zf.writestr(f"{FOLDER}/{member}", content)
+    return out
+
+
+def hidden_test_renamed() -> bytes:
+    """A hidden test's code under another name, as a visible test file."""
+    source = (KIT / "tests" / "hidden" / "test_ex06_pareto.py").read_text()
+    return source.replace("def test_", "def test_copied_").encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "found"),
+    [
+        ("tests/hidden/test_ex06_pareto.py", b"", "a grading-only file"),
+        ("solutions/optimization_toolkit.py", b"", "a grading-only file"),
+        ("grader/exercises.toml", (KIT / "grader/exercises.toml").read_bytes(), "hidden_visibility"),
+        ("grader/grading.py", b"", "a grading-only file"),
+        ("optimization_toolkit.py", REFERENCE.read_bytes(), "holds the solution of pareto_front"),
+        ("tests/visible/test_ex06_more.py", hidden_test_renamed(), "is the code of the hidden test_ex06"),
+        ("README.md", b"Hint: read test_front_matches_reference_on_larger_tables", "names the hidden test"),
+    ],
+    ids=["hidden-file", "solutions-file", "manifest", "grading-module", "reference", "hidden-code", "name"],
+)
+def test_the_leak_check_finds_each_kind_of_secret(handout, tmp_path, name, data, found):
+    leaks = handout_leaks(tampered(handout, tmp_path / "leaky.zip", name, data), KIT)
+    assert any(found in leak for leak in leaks), leaks
+
+
+def test_the_hidden_name_of_that_case_is_a_real_hidden_only_test():
+    """The "name" case above must name a test that exists in the hidden suite and not in the visible one."""
+    tests = load_inventory(KIT)["tests"]
+    by_suite = {
+        s: {t["nodeid"].split("::")[-1].split("[")[0] for t in tests if t["suite"] == s}
+        for s in ("visible", "hidden")
+    }
+    assert "test_front_matches_reference_on_larger_tables" in by_suite["hidden"] - by_suite["visible"]
+
+
+def test_grader_package_refuses_a_leaking_handout(tmp_path, monkeypatch, capsys):
+    import grader.handout as handout_module
+    import grader.package as package
+
+    files = handout_module.handout_files
+    monkeypatch.setattr(package, "write_autograder", lambda root, dist: _touch(dist / "autograder.zip"))
+    monkeypatch.setattr(
+        handout_module,
+        "handout_files",
+        lambda root, manifest: files(root, manifest) | {"tests/hidden/x.py": b""},
+    )
+    assert main(["--root", str(KIT), "package", "-o", str(tmp_path)]) == 2
+    assert not (tmp_path / HANDOUT_ZIP).exists()
+    err = capsys.readouterr().err
+    assert "tests/hidden/x.py: a grading-only file" in err and "was not written" in err
+
+
+def _touch(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    return path
+
+
+def run_visible(folder: Path, python: Path, report: Path) -> dict[str, str]:
+    """Run the handout's visible tests as a student would; nodeid -> failure message ("" if passed)."""
+    subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:randomly", f"--junitxml={report}"],
+        cwd=folder, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        nodeid = case.get("classname").replace(".", "/") + ".py::" + case.get("name")
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        outcomes[nodeid] = "" if failure is None else failure.get("message", "")
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def unpacked(handout, tmp_path_factory) -> tuple[Path, Path]:
+    """The handout unpacked, and the Python of a fresh virtual environment with its requirements only."""
+    tmp = tmp_path_factory.mktemp("handout")
+    with zipfile.ZipFile(handout) as zf:
+        zf.extractall(tmp)
+    folder = tmp / FOLDER
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    install = subprocess.run(pip + ["-r", "requirements.txt"], cwd=folder, capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-2000:]
+    return folder, python
+
+
+def test_the_handout_needs_only_pytest_and_hypothesis(unpacked):
+    _, python = unpacked
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True
+    )
+    names = {p["name"].lower() for p in json.loads(installed.stdout)}
+    assert {"pytest", "hypothesis"} <= names
+    assert not names & {"otter-grader", "pytest-json-report", "optlab-kit", "rich"}
+
+
+def test_the_handout_fails_on_the_stubs_and_passes_on_the_reference(unpacked, tmp_path):
+    folder, python = unpacked
+    visible = {t["nodeid"]: t["exercise"] for t in load_inventory(KIT)["tests"] if t["suite"] == "visible"}
+    on_stubs = run_visible(folder, python, tmp_path / "stubs.xml")
+    assert on_stubs.keys() == visible.keys()
+    titles = {e["id"]: e["title"] for e in _exercises()}
+    wrong = {
+        nodeid: message[:200]
+        for nodeid, message in on_stubs.items()
+        if f"NotImplementedError: exercise {visible[nodeid]} ({titles[visible[nodeid]]}): implement"
+        not in message
+    }
+    assert wrong == {}
+
+    solved = tmp_path / "solved"
+    shutil.copytree(folder, solved)
+    shutil.copy(REFERENCE, solved / "optimization_toolkit.py")
+    on_reference = run_visible(solved, python, tmp_path / "reference.xml")
+    assert on_reference.keys() == visible.keys()
+    assert {nodeid: message for nodeid, message in on_reference.items() if message} == {}
+
+
+def test_without_a_sandbox_the_handout_calls_in_process(unpacked, tmp_path):
+    """Where the OS has no `resource` module (Windows), the visible tests still run, in this process."""
+    folder, python = unpacked
+    solved = tmp_path / "solved"
+    shutil.copytree(folder, solved)
+    shutil.copy(REFERENCE, solved / "optimization_toolkit.py")
+    windows_like = (
+        "import sys; sys.modules['resource'] = sys.modules['pwd'] = None; import pytest; "
+        "raise SystemExit(pytest.main(['tests/visible/test_ex06_pareto.py', '-p', 'no:randomly']))"
+    )
+    run = subprocess.run([str(python), "-c", windows_like], cwd=solved, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "its calls run in this process" in run.stdout and " passed" in run.stdout
+
+
+def _exercises() -> list[dict]:
+    import tomllib
+
+    return tomllib.loads((KIT / "grader" / "exercises.toml").read_text())["exercise"]

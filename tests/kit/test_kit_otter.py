@@ -1,0 +1,158 @@
+"""The Otter packaging: `grader package` makes an autograder zip that `otter run` grades exactly as
+`grader grade` does (per exercise), without Otter's kernel ever running the submission; and a bad kit
+is refused with what to run."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from gradescope_schema import problems
+
+from grader.otter_plugin import PLACEHOLDER
+from grader.package import GRADING_MODULES, PackageError, check_packable, write_autograder
+
+KIT = Path(__file__).resolve().parents[2]
+PUBLIC_SUMMARY = "Public Tests"  # Otter's summary entry of the visible checks, with no score
+OTTER_ROUNDING = 1e-5  # Otter writes scores rounded to 5 decimals
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory) -> Path:
+    return write_autograder(KIT, tmp_path_factory.mktemp("dist"))
+
+
+def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
+    names = set(zipfile.ZipFile(autograder).namelist())
+    assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= names
+    assert "tests/" in names and not any(n.startswith("tests/") and n != "tests/" for n in names)
+    kit = {n.removeprefix("files/optlab/") for n in names if n.startswith("files/optlab/")}
+    assert not any(n.startswith("files/") and not n.startswith("files/optlab/") for n in names)
+    assert "solutions/optimization_toolkit.py" in kit and "grader/exercises.toml" in kit
+    modules = {n for n in kit if n.startswith("grader/") and n.endswith(".py")}
+    assert modules == {f"grader/{m}.py" for m in GRADING_MODULES}
+    assert not any(n.startswith(("student/", "examples/", "tests/kit/", "docs/")) for n in kit)
+    assert "grader/batch.py" not in kit and "grader/build.py" not in kit
+    config = json.loads(zipfile.ZipFile(autograder).read("otter_config.json"))
+    assert config["plugins"] == ["grader.otter_plugin.KitGrading"]
+    environment = zipfile.ZipFile(autograder).read("environment.yml").decode()
+    for pin in ("otter-grader[grading,plugins]==7.0.0", "pytest==9.2.0", "pytest-json-report==1.5.0"):
+        assert pin in environment
+
+
+def test_the_zip_is_the_same_every_time(autograder, tmp_path):
+    assert write_autograder(KIT, tmp_path).read_bytes() == autograder.read_bytes()
+
+
+def hostile(tmp_path: Path) -> tuple[Path, Path]:
+    """A submission that, if run by Otter's kernel (root, no audit hook), leaves a file, then exits."""
+    marker = tmp_path / "otter-ran-the-submission"
+    source = f"import os\nopen({str(marker)!r}, 'w').write('ran')\nos._exit(0)\n"
+    path = tmp_path / "hostile" / "optimization_toolkit.py"
+    path.parent.mkdir()
+    path.write_text(source + (KIT / "solutions/optimization_toolkit.py").read_text())
+    return path, marker
+
+
+def otter_scores(autograder: Path, submission: Path, out: Path) -> dict[str, float]:
+    out.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), str(submission)],
+        capture_output=True, text=True, cwd=out,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert problems(out / "results.json", kit=False) == []
+    tests = json.loads((out / "results.json").read_text())["tests"]
+    return {t["name"]: t["score"] for t in tests if t["name"] != PUBLIC_SUMMARY}
+
+
+def grader_scores(submission: Path, out: Path) -> dict[str, float]:
+    run = subprocess.run(
+        [sys.executable, "-m", "grader", "--root", str(KIT), "grade", str(submission), "-o", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    exercises = json.loads(out.read_text())["extra_data"]["exercises"]
+    return {f"{e['id']} {e['title']}": e["score"] for e in exercises}
+
+
+@pytest.mark.parametrize("which", ["reference", "stubs", "partial", "hostile"])
+def test_otter_run_gives_grader_grades_scores_per_exercise(autograder, tmp_path, which):
+    submission, marker = {
+        "reference": (KIT / "solutions/optimization_toolkit.py", None),
+        "stubs": (KIT / "student/optimization_toolkit.py", None),
+        "partial": (KIT / "examples/submissions/ben_partial.py", None),
+        "hostile": (None, None),
+    }[which]
+    if which == "hostile":
+        submission, marker = hostile(tmp_path)
+    by_otter = otter_scores(autograder, submission, tmp_path / "otter")
+    by_grader = grader_scores(submission, tmp_path / "grade.json")
+    assert by_otter.keys() == by_grader.keys() and len(by_otter) == 20
+    differ = {k: (by_otter[k], v) for k, v in by_grader.items() if abs(by_otter[k] - v) > OTTER_ROUNDING}
+    assert differ == {}
+    total = sum(by_grader.values())
+    expected_total = {"reference": 100.0, "stubs": 0.0, "hostile": 0.0}.get(which)
+    if expected_total is not None:
+        assert math.isclose(total, expected_total)
+    else:
+        assert 0 < total < 100
+    if marker is not None:
+        assert not marker.exists(), "Otter's kernel ran the submission"
+
+
+def test_the_plugin_gives_otters_kernel_nothing_of_the_submission():
+    from grader.otter_plugin import KitGrading
+
+    plugin = KitGrading("/nowhere/optimization_toolkit.py", {}, {})
+    notebook = plugin.before_execution("import os\nos._exit(0)\n")
+    assert [cell.source for cell in notebook.cells] == [PLACEHOLDER]
+
+
+def test_a_stale_student_mirror_is_refused(tmp_path):
+    kit = tmp_path / "kit"
+    for path in ("grader", "tests", "solutions", "student"):
+        shutil.copytree(KIT / path, kit / path, ignore=shutil.ignore_patterns("__pycache__"))
+    stub = kit / "student/optimization_toolkit.py"
+    stub.write_text(stub.read_text() + "\n# edited by hand\n")
+    with pytest.raises(PackageError, match=r"student/optimization_toolkit.py is stale: run grader build"):
+        check_packable(kit)
+
+
+def test_a_manifest_exercise_without_hidden_tests_is_refused(monkeypatch):
+    import grader.package as package
+
+    inventory = package.load_inventory(KIT)
+    kept = [t for t in inventory["tests"] if not (t["exercise"] == 3 and t["suite"] == "hidden")]
+    monkeypatch.setattr(package, "load_inventory", lambda root: {**inventory, "tests": kept})
+    with pytest.raises(PackageError, match=r"exercise 3 UCB choice has no hidden tests"):
+        check_packable(KIT)
+
+
+def test_a_missing_output_folder_is_named(tmp_path):
+    with pytest.raises(PackageError, match="no such folder"):
+        write_autograder(KIT, tmp_path / "missing" / "dist")
+
+
+@pytest.mark.parametrize(
+    ("installed", "message"),
+    [("6.1.0", "otter-grader 6.1.0 is installed"), (None, "otter-grader is not installed")],
+)
+def test_an_otter_other_than_the_pinned_one_is_refused(monkeypatch, installed, message):
+    import grader.package as package
+
+    monkeypatch.setattr(package, "_installed_otter", lambda: installed)
+    with pytest.raises(PackageError, match=rf"{message}, the kit is pinned to 7.0.0: run pip install"):
+        check_packable(KIT)
+
+
+def test_the_pin_is_pyprojects():
+    import grader.package as package
+
+    assert f"otter-grader[grading,plugins]=={package.OTTER_VERSION}" in (KIT / "pyproject.toml").read_text()
