@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Set up the kit on this machine: a virtual environment with the pinned tools, and (as root) the
-# unprivileged worker user. Usage: scripts/setup.sh [PYTHON]  (default python3). Idempotent.
+# unprivileged worker user. Usage: scripts/setup.sh [PYTHON]  (default: what scripts/python.sh finds).
+# EXTRAS picks the optional dependencies (default dev: everything CI needs; the Docker image: batch).
+# VENV names the environment's folder (default .venv). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=${1:-${PYTHON:-python3}}
+python=${1:-$(scripts/python.sh)}
 venv=${VENV:-.venv}
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[${EXTRAS:-dev}]"
 scripts/setup-worker.sh "$venv/bin/python"
