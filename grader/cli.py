@@ -151,7 +151,10 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
         print(graded.printed[:2000])
-    print(f"\n{PROG}: wrote {args.output}")
+    possible = graded.document["extra_data"].get("points_possible")
+    if possible is not None:  # the summary above is what students see at once; this is the grade
+        print(f"\n{PROG}: score {graded.document['score']:g} / {possible:g}, hidden checks included")
+    print(f"{PROG}: wrote {args.output}")
     return 0
 
 

@@ -3,8 +3,10 @@
 One entry per exercise and suite ("12 group advantages: visible checks"). A visible entry shows each
 failed check's message (the call, what was expected, what came back). A hidden entry shows what the
 manifest allows: by default only the property each failed check states, never its inputs, since a
-submission can put whatever it saw into its exceptions. The top-level output is a summary table and
-what intake noticed; extra_data holds the per-exercise breakdown. Strict JSON, at most 1 MB.
+submission can put whatever it saw into its exceptions. The top-level output, which students see at
+once, is a summary table and what intake noticed; it shows hidden checks' counts and points only where
+their entries are visible at once too. extra_data holds the per-exercise breakdown. Strict JSON, at
+most 1 MB.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader.scoring import SuiteScore, total
@@ -22,6 +24,8 @@ from grader.suites import TestRecord
 MAX_BYTES = 1_000_000
 MAX_FAILURES_SHOWN = 5
 MAX_MESSAGE_CHARS = 1500
+WHEN_SHOWN = {"hidden": "to your instructors only", "after_due_date": "after the due date",
+              "after_published": "when grades are published"}  # fmt: skip
 
 
 def results_document(
@@ -133,17 +137,41 @@ def failure_text(record: TestRecord) -> str:
 
 
 def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, possible: float) -> str:
-    lines = [f"**Score: {_num(earned)} / {_num(possible)}**", ""]
+    """The top-level output, which students see at once: hidden checks' counts and points only where
+    the manifest shows hidden entries at once too (hidden_visibility "visible")."""
+    later = {s.exercise.hidden_visibility for s in scores if not _shown_now(s)}
+    if later:
+        head = f"**Visible checks: {_points(s for s in scores if _shown_now(s))}**"
+        when = " or ".join(sorted(WHEN_SHOWN[v] for v in later))
+        lines = [head, "", f"Hidden checks count too; their results are shown {when}.", ""]
+    else:
+        lines = [f"**Score: {_num(earned)} / {_num(possible)}**", ""]
     if notes:
         lines += [*(f"- {note}" for note in notes), ""]
-    lines += ["| exercise | visible | hidden | points |", "|---|---|---|---|"]
+    points_of = "points of visible checks" if later else "points"
+    lines += [f"| exercise | visible | hidden | {points_of} |", "|---|---|---|---|"]
     for exercise, rows in _by_exercise(scores).items():
-        cells = {s.suite: f"{s.passed}/{len(s.records)}" for s in rows}
-        points = f"{_num(sum(s.score for s in rows))} / {_num(sum(s.max_score for s in rows))}"
+        cells = {s.suite: _counts(s) for s in rows}
+        points = _points(s for s in rows if _shown_now(s))
         lines.append(
             f"| {exercise.label} | {cells.get('visible', '-')} | {cells.get('hidden', '-')} | {points} |"
         )
     return "\n".join(lines)
+
+
+def _counts(score: SuiteScore) -> str:
+    if _shown_now(score):
+        return f"{score.passed}/{len(score.records)}"
+    return "not shown" if score.exercise.hidden_visibility == "hidden" else "later"
+
+
+def _shown_now(score: SuiteScore) -> bool:
+    return score.suite != "hidden" or score.exercise.hidden_visibility == "visible"
+
+
+def _points(scores: Iterable[SuiteScore]) -> str:
+    scores = list(scores)
+    return f"{_num(sum(s.score for s in scores))} / {_num(sum(s.max_score for s in scores))}"
 
 
 def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
