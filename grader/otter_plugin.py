@@ -87,6 +87,8 @@ def run_grader(kit: Path, submission: Path) -> dict:
         except subprocess.TimeoutExpired:
             why = f"The kit's grader did not finish within {GRADE_SECONDS + 60:.0f} s."
             return {"tests": [], "output": why}
+        except OSError as error:
+            return {"tests": [], "output": f"The kit's grader could not be started: {error}"}
         if out.is_file():
             return json.loads(out.read_text(encoding="utf-8"))
         why = (run.stderr or run.stdout).strip()[-2000:]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from gradescope_schema import problems
 
+from grader.grading import kit_manifest
 from grader.otter_plugin import PLACEHOLDER
 from grader.package import GRADING_MODULES, PackageError, check_packable, write_autograder
 
@@ -156,3 +157,23 @@ def test_the_pin_is_pyprojects():
     import grader.package as package
 
     assert f"otter-grader[grading,plugins]=={package.OTTER_VERSION}" in (KIT / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("kit", ["empty", "missing"])
+def test_a_grader_that_cannot_run_still_gives_every_exercise_with_the_reason(tmp_path, kit):
+    """No silent zero under Otter: every exercise is listed, failed, with why the kit's grader failed."""
+    from otter.test_files import GradingResults
+
+    from grader.otter_plugin import fill_results, run_grader
+
+    folder = tmp_path / "kit"
+    if kit == "empty":
+        folder.mkdir()
+    document = run_grader(folder, KIT / "solutions" / "optimization_toolkit.py")
+    assert document["tests"] == [] and "The kit's grader" in document["output"]
+    results = GradingResults([])
+    exercises = kit_manifest(KIT).exercises
+    fill_results(results, document, exercises)
+    assert [f.name for f in results.results.values()] == [e.label for e in exercises]
+    assert results.total == 0 and results.possible == 100
+    assert all(document["output"] in f.summary() for f in results.results.values())
