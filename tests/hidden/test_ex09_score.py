@@ -158,3 +158,21 @@ def test_large_logits(lab, student):
         rel=1e-9,
         abs=1e-12,
     )
+
+
+@given(st.integers(258, 400), st.data())
+def test_large_vocabulary(lab, student, V, data):
+    """the one-hot part marks token v in a vocabulary of hundreds of tokens too (token ids are compared
+    by value)."""
+    v = data.draw(st.integers(257, V - 1), label="v")
+    theta = [[data.draw(st.lists(value, min_size=V, max_size=V), label="logits")]]
+    g = [[[0.0] * V]]
+    student.add_score(g, lab.TabPolicy(1, 1, V, copy3(theta)), 0, 0, v, 1.0)
+    p = softmax(theta[0][0])
+    expect_close(
+        g,
+        [[[(1.0 if u == v else 0.0) - p[u] for u in range(V)]]],
+        call("add_score", "zeros", f"TabPolicy(1, 1, {V}, theta=...)", 0, 0, v, 1.0) + ", then g",
+        rel=1e-9,
+        abs=1e-12,
+    )
