@@ -1,7 +1,13 @@
-"""What the hidden gradient checks share: a central-difference gradient of a function of a policy's
-logits, and how a policy reads in a failure message."""
+"""What the hidden suites share: a central-difference gradient of a function of a policy's logits, how a
+policy reads in a failure message, a test-side softmax, theta tables (copies, and hypothesis strategies
+for them) and test ids that hide a case's inputs."""
+
+import math
+
+from hypothesis import strategies as st
 
 H = 1e-5  # the central-difference step
+S, T, V = 2, 2, 3  # the shape of the policies that `thetas` draws
 
 
 def central_difference(f, policy, h=H):
@@ -22,3 +28,36 @@ def central_difference(f, policy, h=H):
 
 def policy_text(p):
     return f"TabPolicy({p.S}, {p.T}, {p.V}, theta={p.theta!r})"
+
+
+def softmax(xs):
+    m = max(xs)
+    es = [math.exp(x - m) for x in xs]
+    return [e / math.fsum(es) for e in es]
+
+
+def copy3(x):
+    """A copy of a theta table (or of a gradient table) that shares no list with it."""
+    return [[list(row) for row in block] for block in x]
+
+
+def zeros(s=S, t=T, v=V):
+    """An s x t x v table of zeros."""
+    return [[[0.0] * v for _ in range(t)] for _ in range(s)]
+
+
+def shaped(flat, s=S, t=T, v=V):
+    """The s x t x v table of the flat list `flat`."""
+    return [[[flat[(i * t + j) * v + k] for k in range(v)] for j in range(t)] for i in range(s)]
+
+
+def thetas(lo, hi, s=S, t=T, v=V):
+    """Theta tables of shape s x t x v with every logit in [lo, hi]."""
+    return st.lists(st.floats(lo, hi), min_size=s * t * v, max_size=s * t * v).map(
+        lambda flat: shaped(flat, s, t, v)
+    )
+
+
+def opaque(n, label):
+    """Test ids that name a case without showing its inputs."""
+    return [f"{label}{i}" for i in range(1, n + 1)]

@@ -10,21 +10,13 @@ from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_true
 
+from .gradients import copy3, softmax
+
 pytestmark = pytest.mark.exercise(10)
 
 
 logit = st.floats(-2.0, 2.0, allow_nan=False)
 reward = st.floats(-2.0, 2.0, allow_nan=False)
-
-
-def softmax(xs):
-    m = max(xs)
-    es = [math.exp(x - m) for x in xs]
-    return [e / math.fsum(es) for e in es]
-
-
-def copy3(x):
-    return [[list(row) for row in st] for st in x]
 
 
 @st.composite

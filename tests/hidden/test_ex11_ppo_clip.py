@@ -10,26 +10,12 @@ from hypothesis import strategies as st
 
 from grader.expect import expect_close, expect_equal, expect_true
 
-from .gradients import central_difference, policy_text
+from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas
 
 pytestmark = pytest.mark.exercise(11)
 
 
-def opaque(n, label):
-    """Test ids that name a case without showing its inputs."""
-    return [f"{label}{i}" for i in range(1, n + 1)]
-
-
-S, T, V = 2, 2, 3
 MARGIN = 1e-4  # no ratio this close to 1 +- clip (a step of H moves a ratio by about r * H)
-
-
-def shaped(flat, s=S, t=T, v=V):
-    return [[[flat[(i * t + j) * v + k] for k in range(v)] for j in range(t)] for i in range(s)]
-
-
-def thetas(lo=-2.0, hi=2.0):
-    return st.lists(st.floats(lo, hi), min_size=S * T * V, max_size=S * T * V).map(shaped)
 
 
 def grad_call(policy, samples, clip):
@@ -91,8 +77,8 @@ def test_clip_flows_zero_advantage(student, ratio, eps, negative_zero):
 
 
 @given(
-    theta_old=thetas(),
-    delta=st.lists(st.floats(-0.6, 0.6), min_size=S * T * V, max_size=S * T * V).map(shaped),
+    theta_old=thetas(-2.0, 2.0),
+    delta=thetas(-0.6, 0.6),
     env_seed=st.integers(0, 50),
     seed=st.integers(0, 10**6),
     critic=st.lists(st.lists(st.floats(-1, 1), min_size=T, max_size=T), min_size=S, max_size=S),
@@ -116,7 +102,7 @@ START = [[[0.0, 0.3, -0.4], [0.6, 0.0, 0.2]], [[0.1, -0.5, 0.3], [-0.2, 0.0, 0.4
 def trained_case(lab, reference, seed):
     """A policy after a few reference PPO iterations, a fresh batch from it, and the policy one step later."""
     env = lab.ToyEnv(S, T, V, seed=seed)
-    policy = lab.TabPolicy(S, T, V, [[row[:] for row in block] for block in START])
+    policy = lab.TabPolicy(S, T, V, copy3(START))
     cfg = lab.PPOConfig(kl_beta=0.05, batch=8, epochs=2)
     rng = random.Random(seed)
     critic = [[0.0] * T for _ in range(S)]
@@ -144,7 +130,7 @@ def test_ppo_grad_matches_reference_on_collected_batches(student, lab, reference
 @st.composite
 def blocked_samples(draw, lab, clip):
     """Samples whose every token the clip holds: A > 0 and r > 1 + clip, A < 0 and r < 1 - clip, or A = 0."""
-    policy_theta = draw(thetas())
+    policy_theta = draw(thetas(-2.0, 2.0))
     policy = lab.TabPolicy(S, T, V, policy_theta)
     out = []
     for _ in range(draw(st.integers(1, 3))):

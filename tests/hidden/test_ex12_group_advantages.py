@@ -9,12 +9,9 @@ from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_true
 
+from .gradients import opaque
+
 pytestmark = pytest.mark.exercise(12)
-
-
-def opaque(n, label):
-    """Test ids that name a case without showing its inputs."""
-    return [f"{label}{i}" for i in range(1, n + 1)]
 
 
 REWARD = st.floats(-100, 100)
