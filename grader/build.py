@@ -42,6 +42,12 @@ def build(root: Path, check: bool = False) -> BuildReport:
     return BuildReport(tuple(files), stale, written=not check)
 
 
+def stale_problem(root: Path) -> str | None:
+    """What a command that needs the generated files current says when one is stale; None if none is."""
+    stale = build(root, check=True).stale
+    return f"{stale[0].as_posix()} is stale: run grader build first" if stale else None
+
+
 def _read_exact(file: Path) -> str | None:
     """The file's text, line endings untouched; None when it is missing or not UTF-8."""
     try:

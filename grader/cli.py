@@ -127,12 +127,11 @@ def _run_build(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_validate(args: argparse.Namespace, root: Path) -> int:
-    from grader.build import build
+    from grader.build import stale_problem
     from grader.validate import report_rows, validate
 
-    stale = build(root, check=True).stale
-    if stale:
-        return _fail(f"{stale[0].as_posix()} is stale: run grader build first")
+    if problem := stale_problem(root):
+        return _fail(problem)
     checks = validate(root)
     for row in report_rows(checks):
         print(row)

@@ -86,11 +86,10 @@ def check_packable(root: Path) -> None:
     if installed != OTTER_VERSION:
         found = f"otter-grader {installed} is installed" if installed else "otter-grader is not installed"
         raise PackageError(f"{found}, the kit is pinned to {OTTER_VERSION}: run pip install -e '.[otter]'")
-    from grader.build import build
+    from grader.build import stale_problem
 
-    stale = build(root, check=True).stale
-    if stale:
-        raise PackageError(f"{stale[0].as_posix()} is stale: run grader build")
+    if problem := stale_problem(root):
+        raise PackageError(problem)
     manifest = kit_manifest(root)
     inventory = load_inventory(root)
     tested = {(test["exercise"], test["suite"]) for test in inventory["tests"]}

@@ -56,6 +56,15 @@ def test_cli_check_on_a_stale_tree_exits_1_until_built(
     assert (captured.out, captured.err) == ("grader: up to date: student/optimization_toolkit.py\n", "")
 
 
+def test_validate_refuses_a_stale_tree_and_names_the_fix(
+    kit_tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--root", str(kit_tree), "validate"]) == 2
+    assert capsys.readouterr().err == (
+        "grader: error: student/optimization_toolkit.py is stale: run grader build first\n"
+    )
+
+
 def test_check_sees_an_edited_reference_and_an_edited_student_module(
     kit_tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
