@@ -1,10 +1,15 @@
-"""Fixtures of the kit's own tests: a minimal kit tree (manifest + reference) in a temporary folder."""
+"""Fixtures of the kit's own tests: a minimal kit tree (manifest + reference) in a temporary folder, and
+the kit's autograder zip (written once for every test of the Otter packaging)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from grader.package import write_autograder
+
+KIT = Path(__file__).resolve().parents[2]
 
 TREE_MANIFEST = """\
 [defaults]
@@ -42,3 +47,9 @@ def kit_tree(tmp_path: Path) -> Path:
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / "optimization_toolkit.py").write_text(TREE_REFERENCE, encoding="utf-8")
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`grader package`'s autograder.zip of this kit."""
+    return write_autograder(KIT, tmp_path_factory.mktemp("dist"))

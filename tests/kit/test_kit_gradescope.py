@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 from gradescope_schema import problems
+from otter_comparison import OTTER_ROUNDING, grader_scores
 
-from grader.package import ENV_NAME, PLAYWRIGHT_STEP, write_autograder
+from grader.package import ENV_NAME, PLAYWRIGHT_STEP
 
 KIT = Path(__file__).resolve().parents[2]
 SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"
@@ -36,7 +37,6 @@ METADATA = {
     "users": [{"email": "ada@example.edu", "id": 1, "name": "Ada Lovelace", "sid": "A001"}],
     "previous_submissions": [],
 }
-OTTER_ROUNDING = 1e-5  # Otter writes scores rounded to 5 decimals
 OTTER_GRADE_COPIES = ("setup.sh", "environment.yml", "requirements.txt", "otter_config.json", "run_otter.py")
 
 
@@ -51,8 +51,11 @@ def interpreter(version: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def autograder(tmp_path_factory) -> Path:
-    return write_autograder(KIT, tmp_path_factory.mktemp("dist"))
+def expected(tmp_path_factory) -> dict[str, float]:
+    """`grader grade`'s scores of the rehearsals' submission, which both layouts must give."""
+    scores = grader_scores(SUBMISSION, tmp_path_factory.mktemp("grade") / "results.json")
+    assert 0 < sum(scores.values()) < 100
+    return scores
 
 
 @pytest.fixture(scope="module")
@@ -114,25 +117,13 @@ def run_autograder(root: Path, python: Path) -> subprocess.CompletedProcess:
     )
 
 
-def grader_scores(tmp: Path) -> dict[str, float]:
-    out = tmp / "grade.json"
-    command = [sys.executable, "-m", "grader", "--root", str(KIT), "grade", str(SUBMISSION), "-o", str(out)]
-    run = subprocess.run(command, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return {
-        f"{e['id']} {e['title']}": e["score"] for e in json.loads(out.read_text())["extra_data"]["exercises"]
-    }
-
-
 @pytest.mark.parametrize("layout", ["gradescope", "otter-grade"])
-def test_the_autograder_zip_grades_as_grader_grade_does(autograder, environment, tmp_path, layout):
+def test_the_autograder_zip_grades_as_grader_grade_does(autograder, environment, expected, tmp_path, layout):
     root = lay_out(tmp_path, autograder, layout)
     run_setup_kit_step(root, environment)
     run = run_autograder(root, environment)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not (root / "submission" / "optlab").exists(), "the kit's copy beside the submission was left"
-    expected = grader_scores(tmp_path)
-    assert 0 < sum(expected.values()) < 100
     if layout == "gradescope":
         results = root / "results" / "results.json"
         assert problems(results, kit=False) == []

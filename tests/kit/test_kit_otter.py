@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from gradescope_schema import problems
+from otter_comparison import OTTER_ROUNDING, grader_scores
 
 from grader.grading import kit_manifest
 from grader.otter_plugin import PLACEHOLDER
@@ -21,12 +22,6 @@ from grader.package import GRADING_MODULES, PackageError, check_packable, write_
 
 KIT = Path(__file__).resolve().parents[2]
 PUBLIC_SUMMARY = "Public Tests"  # Otter's summary entry of the visible checks, with no score
-OTTER_ROUNDING = 1e-5  # Otter writes scores rounded to 5 decimals
-
-
-@pytest.fixture(scope="module")
-def autograder(tmp_path_factory) -> Path:
-    return write_autograder(KIT, tmp_path_factory.mktemp("dist"))
 
 
 def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
@@ -71,16 +66,6 @@ def otter_scores(autograder: Path, submission: Path, out: Path) -> dict[str, flo
     assert problems(out / "results.json", kit=False) == []
     tests = json.loads((out / "results.json").read_text())["tests"]
     return {t["name"]: t["score"] for t in tests if t["name"] != PUBLIC_SUMMARY}
-
-
-def grader_scores(submission: Path, out: Path) -> dict[str, float]:
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--root", str(KIT), "grade", str(submission), "-o", str(out)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    exercises = json.loads(out.read_text())["extra_data"]["exercises"]
-    return {f"{e['id']} {e['title']}": e["score"] for e in exercises}
 
 
 @pytest.mark.parametrize("which", ["reference", "stubs", "partial", "hostile"])
