@@ -18,18 +18,12 @@ from pathlib import Path
 
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
-from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
 
 HANDOUT_ZIP = "student-handout.zip"
 FOLDER = "optlab-handout"  # everything sits in one folder of the zip
-MODULE_FILE = STUDENT.name
-# The grader modules a visible run imports: the suites' plugin and what it needs, nothing that grades.
-RUNNER_MODULES = (
-    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "protocol", "pytest_plugin",
-    "sandbox", "student", "worker",
-)  # fmt: skip
 REQUIREMENTS = ("pytest", "hypothesis")  # pinned as pyproject.toml pins them
 SECRET_KEYS = ("hidden_visibility", "hidden_output")  # the manifest's fields about hidden checks
 MIN_STATEMENT_CHARS = 40  # shorter statements (`total = 0.0`) are too common to call a leak
@@ -51,7 +45,7 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
-    for name in RUNNER_MODULES:
+    for name in HANDOUT_RUNNER:
         files[f"grader/{name}.py"] = (root / "grader" / f"{name}.py").read_bytes()
     pins = pinned_requirements(root)
     files["requirements.txt"] = "".join(f"{pins[name]}\n" for name in REQUIREMENTS).encode()
@@ -159,7 +153,7 @@ def _grading_only(name: str) -> bool:
         "hidden" in parts
         or "solutions" in parts
         or name.endswith((MANIFEST.name, "inventory.json"))
-        or (len(parts) == 2 and parts[0] == "grader" and Path(name).stem not in RUNNER_MODULES)
+        or (len(parts) == 2 and parts[0] == "grader" and Path(name).stem not in HANDOUT_RUNNER)
     )
 
 

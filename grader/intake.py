@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from grader.errors import KitError
+from grader.layout import MODULE
 
 MAX_MEMBERS = 2000
 MAX_MEMBER_BYTES = 5 * 1024 * 1024
@@ -71,7 +72,7 @@ class IntakeError(KitError):
     and what to do."""
 
 
-def read_submission(path: Path, module_name: str = "optimization_toolkit") -> Submission:
+def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     """The lab module inside the submission at `path` (a .py file, a folder or a zip), decoded and
     compiled, or salvaged when it does not compile. Raises IntakeError when nothing can be graded."""
     path = Path(path)

@@ -1,14 +1,33 @@
-"""Where a kit tree keeps its files: the manifest, the reference module, the student mirror and the suites."""
+"""Where a kit tree keeps its files, what the lab's module is called, and which grader modules ship where.
+
+Three sets of grader modules leave the kit: the worker's runtime (copied beside each submission), the
+student handout's runner (the visible suite's plugin and what it needs) and the autograder zip (all that
+grading reads). Each set imports only from itself (a kit test checks it).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+MODULE = "optimization_toolkit"  # the lab's module: what a submission is imported as
+MODULE_FILE = f"{MODULE}.py"
 MANIFEST = Path("grader/exercises.toml")
-REFERENCE = Path("solutions/optimization_toolkit.py")
-STUDENT = Path("student/optimization_toolkit.py")
+REFERENCE = Path("solutions") / MODULE_FILE
+STUDENT = Path("student") / MODULE_FILE
 SUITES = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope
+
+# grader modules by where they ship (names without .py)
+WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
+HANDOUT_RUNNER = (
+    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "protocol",
+    "pytest_plugin", "sandbox", "student", "worker",
+)  # fmt: skip
+GRADING_MODULES = (
+    "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
+    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference",
+    "results", "sandbox", "scoring", "student", "suites", "worker",
+)  # fmt: skip
 
 
 def find_root(start: Path) -> Path:

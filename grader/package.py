@@ -30,18 +30,13 @@ from pathlib import Path
 from grader.errors import KitError
 from grader.grading import kit_manifest
 from grader.inventory import INVENTORY, load_inventory
-from grader.layout import MANIFEST, REFERENCE, SUITES, ZIP_KIT
+from grader.layout import GRADING_MODULES, MANIFEST, REFERENCE, SUITES, ZIP_KIT
 
 OTTER_VERSION = "7.0.0"  # as pinned in pyproject.toml's `otter` extra
 PYTHON_VERSION = "3.13"  # Otter's grading environment
 AUTOGRADER_ZIP = "autograder.zip"
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 # The grading path (grader grade, the suites' plugin, the Otter plugin); not build, validate or batch.
-GRADING_MODULES = (
-    "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
-    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results", "sandbox",
-    "scoring", "student", "suites", "worker",
-)  # fmt: skip
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
 RUN_OTTER_PRELUDE = """\

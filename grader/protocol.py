@@ -28,8 +28,16 @@ class SubmissionError(Exception):
     """
 
 
+TIME_SCOPES = ("call", "exercise", "run")  # whose time ran out: the call's, its exercise's, the run's
+
+
 class CallTimedOut(SubmissionError):
-    """The call did not return in time (or the run's time was up); its worker was killed."""
+    """The call did not return in time; its worker was killed. `scope` says whose time ran out: only a
+    "call" or "exercise" timeout is the exercise's own; "run" is the whole run's budget."""
+
+    def __init__(self, message: str, scope: str = "call"):
+        super().__init__(message)
+        self.scope = scope
 
 
 class Link(Protocol):
@@ -93,13 +101,22 @@ def raise_answer(exc: BaseException, where_file: str | None = None) -> dict:
     }
 
 
+def failure_answer(message: str, timed_out: str | None = None) -> dict:
+    """The answer for a call that failed outside the submission's own code (it could not be imported,
+    has no such function, died, or ran out of time: `timed_out` is then one of TIME_SCOPES)."""
+    answer = {"op": "raise", "type": "SubmissionError", "message": message, "where": ""}
+    if timed_out is not None:
+        answer["timed_out"] = timed_out
+    return answer
+
+
 def rebuild_exception(module: types.ModuleType, answer: dict) -> Exception:
     """An exception of this side to raise for a `raise` answer: the same built-in or lab type where one
     exists (so ``pytest.raises(ValueError)`` works), else a SubmissionError that names the type."""
     name, message = str(answer.get("type")), str(answer.get("message"))
     where = answer.get("where") or ""
-    if answer.get("timed_out"):
-        return CallTimedOut(message)
+    if (scope := answer.get("timed_out")) is not None:
+        return CallTimedOut(message, scope if scope in TIME_SCOPES else "call")
     if name == "SubmissionError":
         return SubmissionError(message + where)
     for home in (builtins, module):

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import IntakeError, Submission, read_submission
-from grader.layout import MANIFEST, REFERENCE, SUITES
+from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
 from grader.sandbox import SANDBOX_AVAILABLE, Limits, protect_kit
 from grader.student import (
     Student,
@@ -33,8 +33,6 @@ from grader.student import (
     unanswerable_student,
 )
 from grader.worker import load_module
-
-MODULE_FILE = REFERENCE.name
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
 settings.register_profile(

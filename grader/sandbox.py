@@ -33,6 +33,7 @@ from pathlib import Path
 
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
+from grader.layout import MODULE_FILE, WORKER_RUNTIME
 
 try:
     import pwd
@@ -42,7 +43,6 @@ except ImportError:  # not POSIX (Windows): no sandbox; a student's own run call
 SANDBOX_AVAILABLE = resource is not None
 
 WORKER_USERS = ("optlab-worker", "nobody")
-RUNTIME_FILES = ("__init__.py", "audit.py", "codec.py", "protocol.py", "worker.py")
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SECRET_PATHS = ("tests", "solutions", "grader/exercises.toml")  # of a kit tree: never for the worker's eyes
 # The interpreter itself, not a venv's link to it: the worker must not need to pass through the kit's folder.
@@ -95,7 +95,7 @@ class Sandbox:
         self.runtime = self.home / "runtime"
         self._prepare(module_source)
         self._config = {
-            "module": str(self.work / "optimization_toolkit.py"),
+            "module": str(self.work / MODULE_FILE),
             "scratch": str(self.work),
             "read_roots": _read_roots(self.runtime),
             "exercise_of": exercise_of,
@@ -159,13 +159,13 @@ class Sandbox:
         self.runtime.mkdir()
         (self.runtime / "grader").mkdir()
         here = Path(__file__).parent
-        for name in RUNTIME_FILES:
-            source = "" if name == "__init__.py" else (here / name).read_text(encoding="utf-8")
-            (self.runtime / "grader" / name).write_text(source, encoding="utf-8")
-        (self.work / "optimization_toolkit.py").write_text(module_source, encoding="utf-8")
+        for name in WORKER_RUNTIME:
+            source = "" if name == "__init__" else (here / f"{name}.py").read_text(encoding="utf-8")
+            (self.runtime / "grader" / f"{name}.py").write_text(source, encoding="utf-8")
+        (self.work / MODULE_FILE).write_text(module_source, encoding="utf-8")
         os.chmod(self.home, 0o711)
         if self.user is not None:
-            for path in (self.work, self.work / "optimization_toolkit.py"):
+            for path in (self.work, self.work / MODULE_FILE):
                 os.chown(path, self.user.pw_uid, self.user.pw_gid)
             os.chmod(self.work, 0o700)
 

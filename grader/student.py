@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from grader.codec import Codec, dumps, loads
-from grader.protocol import CallTimedOut, Link, SubmissionError, perform, place_call, raise_answer
+from grader.layout import MODULE, MODULE_FILE
+from grader.protocol import (
+    CallTimedOut,
+    Link,
+    SubmissionError,
+    failure_answer,
+    perform,
+    place_call,
+    raise_answer,
+)
 from grader.sandbox import Limits, Sandbox
 from grader.worker import Worker
 
@@ -150,7 +159,7 @@ class _Unanswerable:
         self.message = message
 
     def send(self, message: dict) -> dict:
-        return {"op": "raise", "type": "SubmissionError", "message": self.message, "where": ""}
+        return failure_answer(self.message)
 
 
 def unanswerable_student(message: str) -> Student:
@@ -165,9 +174,9 @@ def load_own_module(module_source: str) -> types.ModuleType:
     from grader.worker import load_module
 
     folder = Path(tempfile.mkdtemp(prefix="optlab-own-"))
-    path = folder / "optimization_toolkit.py"
+    path = folder / MODULE_FILE
     path.write_text(module_source, encoding="utf-8")
     try:
-        return load_module(path, "optimization_toolkit")
+        return load_module(path, MODULE)
     except BaseException as exc:  # noqa: BLE001 - the student's own module failed; decode into nothing
         raise SubmissionError(f"your module could not be imported: {type(exc).__name__}: {exc}") from None

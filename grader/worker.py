@@ -17,9 +17,8 @@ from pathlib import Path
 
 from grader.audit import Confinement
 from grader.codec import Codec, dumps, loads
-from grader.protocol import Link, perform, place_call, raise_answer
-
-SUBMISSION_MODULE = "optimization_toolkit"
+from grader.layout import MODULE
+from grader.protocol import Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -60,28 +59,29 @@ class Worker:
         self.module: types.ModuleType | None = None
         self.import_error: dict | None = None
         try:
-            self.module = load_module(self.path, SUBMISSION_MODULE)
+            self.module = load_module(self.path, MODULE)
         except BaseException as exc:  # noqa: BLE001 - whatever the import did, it is reported per call
             self.import_error = raise_answer(exc, str(self.path))
         self.codec = Codec(
-            self.module or types.ModuleType(SUBMISSION_MODULE), make_proxy=self._callback_proxy
+            self.module or types.ModuleType(MODULE), make_proxy=self._callback_proxy
         )
 
     def handle(self, message: dict) -> dict:
         """Answer one request of the grader."""
         if message.get("op") != "call":
-            return _failure(f"unknown request {message.get('op')!r}")
+            return failure_answer(f"unknown request {message.get('op')!r}")
         name = str(message.get("function"))
         if self.import_error is not None:
             error = self.import_error
-            return _failure(
+            return failure_answer(
                 f"the submission could not be imported: {error['type']}: {error['message']}{error['where']}"
             )
         fn = vars(self.module).get(name)
         if not callable(fn):
             if name in self.broken:
-                return _failure(f"{name}() could not be graded: it has a syntax error ({self.broken[name]})")
-            return _failure(f"the submission does not define {name}()")
+                why = self.broken[name]
+                return failure_answer(f"{name}() could not be graded: it has a syntax error ({why})")
+            return failure_answer(f"the submission does not define {name}()")
         try:
             with self._isolated(self._others(name)):
                 return perform(self.codec, fn, message, str(self.path))
@@ -129,10 +129,6 @@ class _Patched:
                 self.namespace[name] = self.saved[name]
             else:
                 self.namespace.pop(name, None)
-
-
-def _failure(message: str) -> dict:
-    return {"op": "raise", "type": "SubmissionError", "message": message, "where": ""}
 
 
 class PipeLink:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.handout import FOLDER, HANDOUT_ZIP, RUNNER_MODULES, handout_leaks, write_handout
+from grader.handout import FOLDER, HANDOUT_ZIP, handout_leaks, write_handout
 from grader.inventory import load_inventory
+from grader.layout import HANDOUT_RUNNER
 
 KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -35,7 +36,7 @@ def members(path: Path) -> dict[str, bytes]:
 def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     files = members(handout)
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
-    runner = {f"grader/{name}.py" for name in RUNNER_MODULES}
+    runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
     assert set(files) == expected | visible | runner
     assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()

@@ -17,8 +17,9 @@ from gradescope_schema import problems
 from otter_comparison import OTTER_ROUNDING, grader_scores
 
 from grader.grading import kit_manifest
+from grader.layout import GRADING_MODULES
 from grader.otter_plugin import PLACEHOLDER
-from grader.package import GRADING_MODULES, PackageError, check_packable, write_autograder
+from grader.package import PackageError, check_packable, write_autograder
 
 KIT = Path(__file__).resolve().parents[2]
 PUBLIC_SUMMARY = "Public Tests"  # Otter's summary entry of the visible checks, with no score
