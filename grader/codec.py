@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 100
+MAX_SHARED_HASH = 8  # keys of one dict or set that may share a hash: more is a collision attack
 
 
 class CodecError(ValueError):
@@ -130,18 +131,17 @@ class Codec:
         return tuple(self.decode(v, depth) for v in _items(data, "$tuple"))
 
     def _dict(self, data: dict, depth: int) -> dict:
-        out = {}
-        for pair in _items(data, "$dict"):
-            if type(pair) is not list or len(pair) != 2:
-                raise CodecError("a dict entry must be a [key, value] pair")
-            out[_hashable(self.decode(pair[0], depth))] = self.decode(pair[1], depth)
-        return out
+        pairs = _items(data, "$dict")
+        if not all(type(pair) is list and len(pair) == 2 for pair in pairs):
+            raise CodecError("a dict entry must be a [key, value] pair")
+        keys = _keys([self.decode(pair[0], depth) for pair in pairs])
+        return dict(zip(keys, (self.decode(pair[1], depth) for pair in pairs), strict=True))
 
     def _set(self, data: dict, depth: int) -> set:
-        return {_hashable(self.decode(v, depth)) for v in _items(data, "$set")}
+        return set(_keys([self.decode(v, depth) for v in _items(data, "$set")]))
 
     def _frozenset(self, data: dict, depth: int) -> frozenset:
-        return frozenset(_hashable(self.decode(v, depth)) for v in _items(data, "$frozenset"))
+        return frozenset(_keys([self.decode(v, depth) for v in _items(data, "$frozenset")]))
 
     def _random(self, data: dict, depth: int) -> random.Random:
         state = data["$random"]
@@ -210,6 +210,8 @@ def loads(text: str) -> Any:
         return json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as exc:
         raise CodecError(f"not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # an int too long to convert, nesting too deep
+        raise CodecError(f"not a message this side accepts: {type(exc).__name__}") from None
 
 
 def update_in_place(target: Any, new: Any) -> Any:
@@ -264,12 +266,19 @@ def _items(data: dict, tag: str) -> list:
     return items
 
 
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        raise CodecError(f"unhashable key or set member: {type(value).__name__}") from None
-    return value
+def _keys(keys: list) -> list:
+    """`keys`, once each is known hashable and no hash is shared by more than MAX_SHARED_HASH of them
+    (keys chosen to collide would make building the dict or set quadratic)."""
+    shared: dict[int, int] = {}
+    for key in keys:
+        try:
+            digest = hash(key)
+        except TypeError:
+            raise CodecError(f"unhashable key or set member: {type(key).__name__}") from None
+        shared[digest] = shared.get(digest, 0) + 1
+        if shared[digest] > MAX_SHARED_HASH:
+            raise CodecError(f"more than {MAX_SHARED_HASH} keys share one hash (chosen to collide?)")
+    return keys
 
 
 def _canonical(encoded: Any) -> str:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.codec import Codec, CodecError, dumps, loads, update_in_place
+from grader.codec import MAX_SHARED_HASH, Codec, CodecError, dumps, loads, update_in_place
 from grader.worker import load_module
 
 KIT = Path(__file__).resolve().parents[2]
@@ -190,3 +190,21 @@ def test_update_in_place_keeps_identity_of_shared_parts(ref):
 
     files = {"a": "1", "b": "2"}
     assert update_in_place(files, {"b": "3", "c": "4"}) is files and files == {"b": "3", "c": "4"}
+
+
+@pytest.mark.parametrize("tag", ["$set", "$frozenset", "$dict"])
+def test_keys_chosen_to_collide_are_refused(ref, tag):
+    modulus = 2**61 - 1  # hash(k * modulus) == 0 for every int k: building the set would be quadratic
+    keys = [k * modulus for k in range(1, 200)]
+    items = [[k, 0] for k in keys] if tag == "$dict" else keys
+    with pytest.raises(CodecError, match="share one hash"):
+        Codec(ref).decode({tag: items})
+    few = keys[:MAX_SHARED_HASH]  # an honest handful of equal hashes still decodes
+    assert len(Codec(ref).decode({"$set": few})) == MAX_SHARED_HASH
+
+
+def test_messages_that_parse_but_cannot_be_values_are_codec_errors():
+    with pytest.raises(CodecError):
+        loads("1" * 5000)  # an int longer than int() converts
+    with pytest.raises(CodecError):
+        loads("[" * 100_000 + "]" * 100_000)  # deeper than the parser recurses
