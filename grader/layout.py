@@ -20,12 +20,12 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 # grader modules by where they ship (names without .py)
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
-    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "protocol",
+    "__init__", "audit", "codec", "errors", "expect", "intake", "isolation", "landlock", "layout", "protocol",
     "pytest_plugin", "sandbox", "student", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
-    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference",
+    "isolation", "landlock", "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference",
     "results", "sandbox", "scoring", "student", "suites", "worker",
 )  # fmt: skip
 

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import IntakeError, Submission, read_submission
+from grader.isolation import protect_kit
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
-from grader.sandbox import SANDBOX_AVAILABLE, Limits, protect_kit
+from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox
 from grader.student import (
     Student,
     in_process_student,
@@ -110,8 +111,8 @@ class Lab:
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
         self.intake = _intake(self.submission)
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            protect_kit(root)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:  # worker uids must not read the kit
+            protect_kit(root, Path(__file__).parent)
 
     def student(self) -> tuple[Student, Callable[[], None]]:
         """A Student on a fresh worker, and what closes it."""
@@ -127,14 +128,14 @@ class Lab:
         student, sandbox = sandboxed_student(
             self.intake.source, lab, self.reference, self.exercise_of, self.timed_out, self.limits, broken
         )
-        return student, lambda: self._close(sandbox)
+        return student, lambda: self._close(student, sandbox)
 
-    def _close(self, sandbox) -> None:
+    def _close(self, student: Student, sandbox: Sandbox) -> None:
         log = self.config.getoption("worker_log")
         if log:
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(sandbox.output())
-        sandbox.close()
+        student.close()
 
 
 def _intake(path: Path) -> Submission | str:

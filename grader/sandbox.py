@@ -3,15 +3,17 @@
 The worker is a fresh interpreter started with no site-packages, no user site and no script folder on
 its path (so a submitted conftest.py, sitecustomize.py, hypothesis.py or pytest.py never loads), a fixed
 hash seed and a clean environment, in its own session, inside a scratch folder that holds only a copy of
-the module and the worker's own few files. Before it runs anything it gets resource limits (address
-space, CPU time, no new processes, file size, open files) and, when the grader is root, another user and
-a network namespace of its own with no way out. Its audit hook (grader.audit) adds Python-level refusals.
+the module and the worker's runtime. The operating system confines it, with every layer this machine
+has (grader.isolation): as root, a uid of its own (leased for the sandbox's life; no other worker shares
+it) and network and IPC namespaces of its own; Landlock (reading only the interpreter, its stdlib and the
+runtime, writing only its scratch folder, no TCP, signals and abstract sockets scoped to itself);
+rlimits (address space, CPU, no process or thread, file size, open files); the parent-death signal.
+The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
-Each call has a deadline: past it the worker's whole process group is killed and the next call starts a
-fresh worker. The worker cannot start a process or thread of its own (RLIMIT_NPROC is 0, enforced by the
-kernel for every user but root, and the worker is never root), so killing it leaves nothing behind;
-closing the sandbox removes its scratch folder and, as root, what the dedicated worker user left in
-the shared temporary folders.
+Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
+this sandbox, and the sandbox one for all calls: past one, the worker's process group is killed and the
+next call starts a fresh worker. Closing the sandbox kills what is left of its uid and removes what that
+uid wrote anywhere it could write.
 """
 
 from __future__ import annotations
@@ -31,20 +33,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import isolation, landlock
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
+from grader.protocol import failure_answer
 
 try:
-    import pwd
     import resource
 except ImportError:  # not POSIX (Windows): no sandbox; a student's own run calls in-process
-    pwd = resource = None
+    resource = None
 SANDBOX_AVAILABLE = resource is not None
 
-WORKER_USERS = ("optlab-worker", "nobody")
-SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
-SECRET_PATHS = ("tests", "solutions", "grader/exercises.toml")  # of a kit tree: never for the worker's eyes
+
+class SandboxError(KitError):
+    """The sandbox cannot be set up on this machine (not a problem of the submission)."""
+
 # The interpreter itself, not a venv's link to it: the worker must not need to pass through the kit's folder.
 _INTERPRETER = os.path.realpath(sys.executable)
 _BOOT = (
@@ -60,13 +64,14 @@ class Limits:
     call_seconds: float = 3.0  # CPU time of the worker per call (a loaded machine does not count)
     import_seconds: float = 10.0  # CPU time of the worker to import the module
     wall_factor: float = 4.0  # and at most this many times those budgets in wall-clock time
-    run_seconds: float = 300.0  # all calls of one sandbox together
+    exercise_seconds: float = 20.0  # wall-clock time of one exercise's calls in one sandbox
+    run_seconds: float = 300.0  # wall-clock time of all calls of one sandbox together
     memory_bytes: int = 1 << 30
     cpu_seconds: int = 300
     file_bytes: int = 16 << 20
     open_files: int = 64
     output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
-    message_bytes: int = 64 << 20
+    message_bytes: int = 16 << 20  # one message, either way
 
 
 class Sandbox:
@@ -87,13 +92,16 @@ class Sandbox:
     ):
         self.limits = limits or Limits()
         self.serve_request = serve_request
-        self.user = _worker_user()
-        if self.user is not None:
+        self.exercise_of = exercise_of
+        self.layers = isolation.machine_layers()
+        if self.layers.uid:
             _check_reachable(Path(tempfile.gettempdir()))
+        self.lease = isolation.UidLease() if self.layers.uid else None
         self.home = Path(tempfile.mkdtemp(prefix="optlab-sandbox-"))
         self.work = self.home / "work"
         self.runtime = self.home / "runtime"
         self._prepare(module_source)
+        self._ruleset = landlock.worker_ruleset(self.work, self.runtime) if self.layers.landlock else None
         self._config = {
             "module": str(self.work / MODULE_FILE),
             "scratch": str(self.work),
@@ -101,46 +109,73 @@ class Sandbox:
             "exercise_of": exercise_of,
             "isolate": isolate,
             "broken": broken or {},
+            "audit_hook": self.layers.audit_hook,
         }
         self._process: subprocess.Popen | None = None
         self._start_failure: dict | None = None  # a module that did not import once is not tried again
         self._spent = 0.0
+        self._spent_by: dict[int, float] = {}  # exercise -> wall-clock seconds of its calls
         self.restarts = 0
         self.log: list[str] = []
 
     # -- the Link -------------------------------------------------------------------------------------
 
     def send(self, message: dict) -> dict:
-        """Deliver one call, serve the worker's requests until it answers; enforce the deadline."""
-        if self._spent >= self.limits.run_seconds:
-            return _timeout_answer(f"the grading time limit ({self.limits.run_seconds:.0f} s) was reached")
+        """Deliver one call, serve the worker's requests until it answers; enforce the deadlines."""
+        exercise = self.exercise_of.get(str(message.get("function")))
+        if (out_of_time := self._out_of_time(exercise)) is not None:
+            return out_of_time
         started = time.monotonic()
         try:
             if self._process is None and (failure := self._start_failure or self._start()) is not None:
                 self._start_failure = failure
                 return failure
-            deadline = self._deadline(self.limits.call_seconds)
+            deadline = self._deadline(self.limits.call_seconds, exercise)
             self._post(message)
             while True:
                 answer = self._receive(deadline)
                 if answer is None:
                     name, why = message.get("function", "the call"), deadline.overrun()
                     self._kill(f"{name} timed out")
-                    return _timeout_answer(f"{name}() did not return: {why}")
+                    return failure_answer(f"{name}() did not return: {why}", timed_out=deadline.scope())
                 if answer.get("op") in ("return", "raise"):
                     return answer
-                self._post(self.serve_request(answer))
+                self._post(self._serve(answer))
         except _WorkerDied as died:
             self._kill(str(died))
-            return {"op": "raise", "type": "SubmissionError", "message": str(died), "where": ""}
+            return failure_answer(str(died))
         finally:
-            self._spent += time.monotonic() - started
+            elapsed = time.monotonic() - started
+            self._spent += elapsed
+            if exercise is not None:
+                self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + elapsed
+
+    def _out_of_time(self, exercise: int | None) -> dict | None:
+        """The answer for a call that may not start: the run's or its exercise's time is used up."""
+        if self._spent >= self.limits.run_seconds:
+            why = f"the grading time limit ({self.limits.run_seconds:.0f} s) was reached"
+            return failure_answer(why, timed_out="run")
+        if exercise is not None and self._spent_by.get(exercise, 0.0) >= self.limits.exercise_seconds:
+            why = f"exercise {exercise} used its {self.limits.exercise_seconds:g} s of call time in this run"
+            return failure_answer(why, timed_out="exercise")
+        return None
+
+    def _serve(self, request: dict) -> dict:
+        """The grader's answer to the worker's request; a request the grader cannot serve ends the worker
+        (an answer out of step with the worker's questions would answer the wrong question later)."""
+        try:
+            return self.serve_request(request)
+        except Exception as error:  # noqa: BLE001 - whatever went wrong, the protocol must not go on
+            raise _WorkerDied(f"the grader could not serve the submission's request: {error}") from None
 
     def close(self) -> None:
         """Kill everything the submission started and remove what it wrote."""
         self._kill("closing")
-        if os.geteuid() == 0 and self.user is not None and self.user.pw_name != "nobody":
-            _sweep_files(self.user.pw_uid)
+        if self._ruleset is not None:
+            self._ruleset.close()
+        if self.lease is not None:
+            self.lease.release()  # kills what is left of the uid and sweeps what it wrote
+            self.lease = None
         shutil.rmtree(self.home, ignore_errors=True)
 
     def output(self) -> str:
@@ -164,19 +199,20 @@ class Sandbox:
             (self.runtime / "grader" / f"{name}.py").write_text(source, encoding="utf-8")
         (self.work / MODULE_FILE).write_text(module_source, encoding="utf-8")
         os.chmod(self.home, 0o711)
-        if self.user is not None:
+        if self.lease is not None:
             for path in (self.work, self.work / MODULE_FILE):
-                os.chown(path, self.user.pw_uid, self.user.pw_gid)
+                os.chown(path, self.lease.uid, self.lease.uid)
             os.chmod(self.work, 0o700)
 
     def _start(self) -> dict | None:
         to_worker, from_grader = os.pipe()
         from_worker, to_grader = os.pipe()
         config = dict(self._config, read_fd=to_worker, write_fd=to_grader)
-        output = open(self.home / "output.txt", "ab")
+        # what the submission prints: for the instructor's log, not for other users of the machine
+        output = os.open(self.home / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             self._process = subprocess.Popen(
-                [_INTERPRETER, "-P", "-s", "-S", "-c", _BOOT, str(self.runtime), json.dumps(config)],
+                [_INTERPRETER, "-P", "-s", "-S", "-u", "-c", _BOOT, str(self.runtime), json.dumps(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -184,7 +220,7 @@ class Sandbox:
                 cwd=self.work,
                 env=_worker_environment(self.work),
                 start_new_session=True,
-                preexec_fn=_Confine(self.limits, self.user),
+                preexec_fn=_Confine(self.limits, self.layers, self.lease, self._ruleset),
             )
         except (OSError, subprocess.SubprocessError) as error:  # the machine's fault, not the submission's
             os.close(from_worker)
@@ -193,7 +229,7 @@ class Sandbox:
         finally:
             os.close(to_worker)
             os.close(to_grader)
-            output.close()
+            os.close(output)
         self._reader = os.fdopen(from_worker, "rb", buffering=0)
         self._writer = os.fdopen(from_grader, "wb", buffering=0)
         self._selector = selectors.DefaultSelector()  # one per worker: most calls take well under 1 ms
@@ -205,24 +241,15 @@ class Sandbox:
             ready = self._receive(deadline)
         except _WorkerDied as died:
             self._kill("died at start")
-            return {
-                "op": "raise",
-                "type": "SubmissionError",
-                "message": f"while importing the module: {died}",
-                "where": "",
-            }
+            return failure_answer(f"while importing the module: {died}")
         if ready is None:
             why = deadline.overrun()
             self._kill("import timed out")
-            return _timeout_answer(f"the module did not finish importing: {why}")
+            # no exercise's own timeout: the module never imported, so every call fails with this anyway
+            return failure_answer(f"the module did not finish importing: {why}", timed_out="run")
         if ready.get("op") != "ready":
             self._kill("bad hello")
-            return {
-                "op": "raise",
-                "type": "SubmissionError",
-                "message": "the worker did not start",
-                "where": "",
-            }
+            return failure_answer("the worker did not start")
         return None
 
     def _post(self, message: dict) -> None:
@@ -231,9 +258,11 @@ class Sandbox:
         except (BrokenPipeError, OSError):
             raise _WorkerDied(self._death_reason()) from None
 
-    def _deadline(self, cpu_seconds: float) -> _Deadline:
-        wall = min(cpu_seconds * self.limits.wall_factor, self.limits.run_seconds - self._spent)
-        return _Deadline(self._process.pid if self._process else None, cpu_seconds, wall)
+    def _deadline(self, cpu_seconds: float, exercise: int | None = None) -> _Deadline:
+        walls = {"call": cpu_seconds * self.limits.wall_factor, "run": self.limits.run_seconds - self._spent}
+        if exercise is not None:
+            walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
+        return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls)
 
     def _receive(self, deadline: _Deadline) -> dict | None:
         """The next message, or None once the deadline has passed."""
@@ -298,10 +327,13 @@ class _Deadline:
 
     POLL = 0.05  # how often the CPU time is read; most calls end before the first reading
 
-    def __init__(self, pid: int | None, cpu_seconds: float, wall_seconds: float):
-        self.pid, self.cpu_seconds, self.wall_seconds = pid, cpu_seconds, wall_seconds
+    def __init__(self, pid: int | None, cpu_seconds: float, walls: dict[str, float]):
+        """`walls`: the wall-clock bounds that apply, by whose time they are (a protocol.TIME_SCOPES)."""
+        self.pid, self.cpu_seconds = pid, cpu_seconds
+        self.wall_scope = min(walls, key=walls.__getitem__)
+        self.wall_seconds = max(0.0, walls[self.wall_scope])
         self.started = time.monotonic()
-        self.wall_end = self.started + wall_seconds
+        self.wall_end = self.started + self.wall_seconds
         self.next_reading = self.started + self.POLL
         self.cpu_start: float | None = None
 
@@ -325,19 +357,31 @@ class _Deadline:
     def poll_seconds(self) -> float:
         return max(0.0, min(self.POLL, self.wall_end - time.monotonic()))
 
+    def scope(self) -> str:
+        """Whose time ran out: the call's (its CPU time or wall bound), its exercise's, or the run's."""
+        return "call" if self.cpu_used() >= self.cpu_seconds else self.wall_scope
+
     def overrun(self) -> str:
         if self.cpu_used() >= self.cpu_seconds:
             return f"it used {self.cpu_seconds:g} s of CPU time (an endless loop?)"
-        return f"it was still running after {self.wall_seconds:g} s"
+        whose = {"call": "", "exercise": " (its exercise's call time in this run)", "run": " (the run's)"}
+        return f"it was still running after {self.wall_seconds:.3g} s{whose[self.wall_scope]}"
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime,
+    [19] start time; None where the process is gone (or there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _cpu_time(pid: int | None) -> float:
     """User + system CPU seconds of process `pid` so far (0 where it cannot be read)."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()
-    except OSError:
+    fields = proc_stat(pid) if pid is not None else None
+    if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -347,19 +391,24 @@ class _WorkerDied(Exception):
 
 
 class _Confine:
-    """What the worker process does to itself between fork and exec (runs in the child)."""
+    """What the worker process does to itself between fork and exec (runs in the child; everything it
+    needs was prepared in the parent). Order matters: namespaces and rlimits need root's rights, so they
+    come before setuid; Landlock comes last, once nothing else needs a file."""
 
-    def __init__(self, limits: Limits, user: pwd.struct_passwd | None):
-        self.limits, self.user = limits, user
-        self.unshare = _unshare_function() if user is not None else None
+    def __init__(
+        self,
+        limits: Limits,
+        layers: isolation.Layers,
+        lease: isolation.UidLease | None,
+        ruleset: landlock.Ruleset | None,
+    ):
+        self.limits, self.lease, self.ruleset = limits, lease, ruleset
+        self.unshare = isolation.unshare_function() if layers.namespaces else None
         self.die_with_parent = _parent_death_function()
 
     def __call__(self) -> None:
         if self.unshare is not None:
-            try:
-                self.unshare()  # a network namespace of its own: only a loopback that is down
-            except OSError:  # a container without CAP_SYS_ADMIN (Docker, Gradescope)
-                pass  # there, the audit hook alone refuses sockets
+            self.unshare()  # network and IPC namespaces of its own: a loopback that is down, no shared IPC
         limits = self.limits
         for which, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),
@@ -371,40 +420,18 @@ class _Confine:
             try:
                 resource.setrlimit(which, (value, value))
             except (ValueError, OSError):
-                if self.user is not None:  # grading as root: every limit holds, or no worker runs
+                if self.lease is not None:  # grading as root: every limit holds, or no worker runs
                     raise
                 # a student's own machine (macOS refuses RLIMIT_AS): the call deadlines still hold
-        if self.user is not None:
+        if self.lease is not None:
             os.setgroups([])
-            os.setgid(self.user.pw_gid)
-            os.setuid(self.user.pw_uid)
+            os.setgid(self.lease.uid)
+            os.setuid(self.lease.uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new process or thread, ever
         if self.die_with_parent is not None:
             self.die_with_parent()  # after setuid, which clears it: a killed grader takes its worker along
-
-
-def _unshare_function() -> Callable[[], None] | None:
-    """unshare(CLONE_NEWNET), prepared in the parent (no imports in the child); None if unavailable."""
-    clone_newnet = 0x40000000
-    if hasattr(os, "unshare"):
-        return lambda: os.unshare(clone_newnet)
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        unshare = libc.unshare
-    except (OSError, AttributeError):
-        return None
-
-    def call() -> None:
-        if unshare(clone_newnet) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
-
-    return call
-
-
-class SandboxError(KitError):
-    """The sandbox cannot be set up on this machine (not a problem of the submission)."""
+        if self.ruleset is not None:
+            self.ruleset.enforce()
 
 
 def _check_reachable(folder: Path) -> None:
@@ -417,17 +444,6 @@ def _check_reachable(folder: Path) -> None:
             )
 
 
-def protect_kit(root: Path) -> None:
-    """As root: take every permission of others away from the kit's tests, solutions and manifest.
-
-    The worker runs as another user; the operating system, not only the audit hook, must keep it out.
-    """
-    for name in SECRET_PATHS:
-        path = root / name
-        if path.exists():
-            os.chmod(path, os.stat(path).st_mode & ~0o007)
-
-
 def _parent_death_function() -> Callable[[], None] | None:
     """prctl(PR_SET_PDEATHSIG, SIGKILL), prepared in the parent; None where there is no prctl (not Linux)."""
     try:
@@ -438,18 +454,6 @@ def _parent_death_function() -> Callable[[], None] | None:
         return None
     pr_set_pdeathsig = 1
     return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-
-
-def _worker_user() -> pwd.struct_passwd | None:
-    """The unprivileged user the worker runs as, when the grader is root; None otherwise."""
-    if os.geteuid() != 0:
-        return None
-    for name in WORKER_USERS:
-        try:
-            return pwd.getpwnam(name)
-        except KeyError:
-            continue
-    raise RuntimeError("the grader runs as root but there is no unprivileged user (optlab-worker or nobody)")
 
 
 def _worker_environment(work: Path) -> dict[str, str]:
@@ -469,24 +473,3 @@ def _read_roots(runtime: Path) -> list[str]:
     roots = {paths["stdlib"], paths["platstdlib"], str(runtime), "/dev/null", "/dev/urandom"}
     roots |= {p for p in sys.path if p.endswith((".zip", "lib-dynload"))}
     return sorted(roots)
-
-
-def _sweep_files(uid: int) -> None:
-    """Remove what the worker user left in the shared temporary folders."""
-    for top in SHARED_TMP:
-        if not os.path.isdir(top):
-            continue
-        for entry in os.scandir(top):
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
-
-
-def _timeout_answer(message: str) -> dict:
-    return {"op": "raise", "type": "SubmissionError", "message": message, "where": "", "timed_out": True}

@@ -45,12 +45,19 @@ class Student:
         self.decodes_into = lab
         self._codec = Codec(lab, issue_callbacks=True)
         self._reference = reference
+        self.reference_link: Link | None = None  # where set, the reference answers in its own process
         self._exercise_of = exercise_of or {}
         self._timed_out = timed_out if timed_out is not None else set()
         self._open_call: str | None = None  # the function whose call is under way
 
     def __repr__(self) -> str:
         return "<the submission>"
+
+    def close(self) -> None:
+        """Close the submission's worker and, if one started, the reference's."""
+        for link in (self.link, self.reference_link):
+            if hasattr(link, "close"):
+                link.close()
 
     def __getattr__(self, name: str) -> Callable:
         # Only the lab's functions: a probe such as hypothesis's `_repr_pretty_` must not become a call.
@@ -74,8 +81,8 @@ class Student:
         self._open_call = name
         try:
             return place_call(self._codec, self.link, {"op": "call", "function": name}, args, kwargs)
-        except CallTimedOut:
-            if exercise is not None:
+        except CallTimedOut as timeout:
+            if exercise is not None and timeout.scope != "run":  # the run's time is no exercise's own
                 self._timed_out.add(exercise)
             raise
         finally:
@@ -87,6 +94,8 @@ class Student:
         op = message.get("op")
         name = str(message.get("function"))
         if op == "reference" and self._reference is not None and self._may_answer(name):
+            if self.reference_link is not None:  # the values cross to the reference as they were sent
+                return self.reference_link.send(dict(message, op="call"))
             return perform(self._codec, getattr(self._reference, name), message)
         if op == "callback":
             fn = self._codec.callbacks.get(message.get("handle"))
@@ -145,11 +154,34 @@ def sandboxed_student(
     limits: Limits | None = None,
     broken: dict[str, str] | None = None,
 ) -> tuple[Student, Sandbox]:
-    """A Student whose worker is a sandboxed process (grader.sandbox); close the Sandbox when done."""
+    """A Student whose worker is a sandboxed process (grader.sandbox), and its sandbox; `Student.close`
+    closes both. The reference's answers to the worker's requests come from a second sandbox, started at
+    the first request: arguments the submission chose never run in the grader's own process."""
     student = Student(lab, reference, exercise_of, timed_out)
     sandbox = Sandbox(module_source, exercise_of, reference is not None, student.serve, limits, broken)
     student.link = sandbox
+    student.reference_link = _ReferenceSandbox(reference, limits) if reference is not None else None
     return student, sandbox
+
+
+class _ReferenceSandbox:
+    """The reference in a sandbox of its own, started on first use, bounded like any worker: it answers
+    calls whose arguments a submission chose."""
+
+    def __init__(self, reference: types.ModuleType, limits: Limits | None):
+        self._source = Path(reference.__file__).read_text(encoding="utf-8")
+        self._limits = limits
+        self._sandbox: Sandbox | None = None
+
+    def send(self, message: dict) -> dict:
+        if self._sandbox is None:
+            unserved = lambda request: raise_answer(LookupError("the reference has no one to ask"))  # noqa: E731
+            self._sandbox = Sandbox(self._source, {}, False, unserved, self._limits)
+        return self._sandbox.send(message)
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
 
 
 class _Unanswerable:

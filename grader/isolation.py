@@ -1,0 +1,274 @@
+"""The operating system's layers around a worker, and the state they keep between workers.
+
+What this machine allows (`machine_layers`: a uid per worker as root, Landlock, network and IPC
+namespaces, rlimits, the audit hook); a numeric uid of its own for each concurrent worker (`UidLease`,
+shared by every grader process on the machine through lock files); removing everything a worker uid left
+behind (`sweep_uid`); and a kit those uids cannot read (`protect_kit`). grader.sandbox applies them.
+
+The audit hook is listed as a layer but is no boundary: it lives in the interpreter it watches.
+`OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, audit_hook) switches layers off, for the kit's
+own tests of each fallback only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import functools
+import os
+import shutil
+import signal
+import stat
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grader import landlock
+
+LAYERS_OFF = "OPTLAB_LAYERS_OFF"
+SWITCHABLE = ("landlock", "namespaces", "audit_hook")
+# Numeric uids (and gids) for workers: no passwd entry needed; far from the system's and people's ranges.
+WORKER_UIDS = range(64100, 64228)
+LEASES = Path("/run/optlab-kit/worker-uids")  # root's own: one lock file per uid in use
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
+NAMESPACE_FLAGS = CLONE_NEWNET | CLONE_NEWIPC  # a loopback that is down; SysV IPC and mqueues of its own
+SYSVIPC = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # /proc/sysvipc/<kind> -> libc remover
+
+
+class IsolationError(Exception):
+    """The machine cannot provide a layer it claims (no free worker uid, a lease folder not root's)."""
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The layers a worker gets on this machine; `landlock` is the Landlock ABI (0: none)."""
+
+    uid: bool  # as root: a distinct unprivileged uid per concurrent worker, the kit unreadable by it
+    landlock: int
+    namespaces: bool
+    rlimits: bool
+    audit_hook: bool
+
+    @property
+    def contained(self) -> bool:
+        """Whether an OS layer keeps hostile code away from files and other workers."""
+        return self.uid or self.landlock > 0
+
+    def as_data(self) -> dict:
+        return dict(asdict(self), contained=self.contained)
+
+    def summary(self) -> str:
+        """One line naming the active layers, and a second that warns where hostile code is not contained."""
+        names = [
+            name
+            for name, on in (
+                ("a uid per worker", self.uid),
+                (f"Landlock ABI {self.landlock}", self.landlock),
+                ("network and IPC namespaces", self.namespaces),
+                ("rlimits", self.rlimits),
+                ("audit hook (tripwire)", self.audit_hook),
+            )
+            if on
+        ]
+        line = "isolation: " + (", ".join(names) or "none")
+        if not self.contained:
+            line += (
+                "\nWARNING: no OS layer holds here (not root, no Landlock): hostile code is not contained; "
+                "grade untrusted submissions as root on Linux (the Docker image, Gradescope)"
+            )
+        return line
+
+
+def switched_off() -> frozenset[str]:
+    """Layers the kit's tests switched off through OPTLAB_LAYERS_OFF."""
+    names = {n.strip() for n in os.environ.get(LAYERS_OFF, "").split(",") if n.strip()}
+    unknown = names - set(SWITCHABLE)
+    if unknown:
+        known = ", ".join(SWITCHABLE)
+        raise IsolationError(f"{LAYERS_OFF} names unknown layers {sorted(unknown)}: use {known}")
+    return frozenset(names)
+
+
+def machine_layers() -> Layers:
+    """The layers this machine gives a worker now (the switch is read each time; the probes once)."""
+    off = switched_off()
+    root = os.geteuid() == 0
+    return Layers(
+        uid=root,
+        landlock=0 if "landlock" in off else _landlock_abi(),
+        namespaces=root and "namespaces" not in off and _namespaces_allowed(),
+        rlimits=_has_rlimits(),
+        audit_hook="audit_hook" not in off,
+    )
+
+
+@functools.cache
+def _landlock_abi() -> int:
+    return landlock.abi_version()
+
+
+def _has_rlimits() -> bool:
+    try:
+        import resource  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def _namespaces_allowed() -> bool:
+    """Whether unshare(NAMESPACE_FLAGS) works here (root without CAP_SYS_ADMIN, as in Docker, cannot)."""
+    unshare = unshare_function()
+    if unshare is None:
+        return False
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            unshare()
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def unshare_function():
+    """unshare(NAMESPACE_FLAGS) through libc (Python's os.unshare is 3.12+), prepared in the parent so the
+    forked child imports nothing; raises OSError. None where libc has no unshare (not Linux)."""
+    try:
+        call = ctypes.CDLL(None, use_errno=True).unshare
+    except (OSError, AttributeError):
+        return None
+
+    def unshare() -> None:
+        if call(NAMESPACE_FLAGS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET | CLONE_NEWIPC) failed")
+
+    return unshare
+
+
+class UidLease:
+    """A worker uid held by this process until `release`: no other worker, of this grader or another
+    on the machine, runs under it meanwhile. Whatever the uid left behind is swept at lease and release
+    (a grader killed mid-grading leaves its uid's leftovers to the next lease)."""
+
+    def __init__(self) -> None:
+        _prepare_lease_folder()
+        for uid in WORKER_UIDS:
+            handle = os.open(LEASES / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(handle)
+                continue
+            self.uid, self._handle = uid, handle
+            sweep_uid(uid)
+            return
+        raise IsolationError(
+            f"all {len(WORKER_UIDS)} worker uids are in use: grade fewer submissions at once (-j)"
+        )
+
+    def release(self) -> None:
+        if self._handle is None:
+            return
+        sweep_uid(self.uid)
+        os.close(self._handle)  # closing drops the lock
+        self._handle = None
+
+
+def _prepare_lease_folder() -> None:
+    LEASES.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = os.stat(LEASES, follow_symlinks=False)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
+        raise IsolationError(f"{LEASES} must be a folder of root's that only root may open: remove it")
+
+
+def sweep_uid(uid: int) -> None:
+    """Kill every process of `uid`, and remove what it owns in the shared writable folders (at any
+    depth) and in SysV IPC, so nothing a worker wrote outlives its grading."""
+    _kill_processes(uid)
+    for top in SHARED_WRITABLE:
+        if os.path.isdir(top):
+            _remove_owned(top, uid)
+    _remove_sysv_ipc(uid)
+
+
+def _kill_processes(uid: int) -> None:
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid == uid:
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+
+
+def _remove_owned(folder: str, uid: int) -> None:
+    """Remove the entries of `folder` that `uid` owns; descend into folders others own but anyone may
+    write into (a /tmp/shared of 1777), where `uid` may have left files too."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == uid:
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                _remove_owned(entry.path, uid)
+        except OSError:
+            continue
+
+
+def _remove_sysv_ipc(uid: int) -> None:
+    """Remove the SysV shared memory, semaphores and message queues `uid` owns (outside an IPC namespace
+    of its own, they would outlive the worker)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for kind, remover in SYSVIPC.items():
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            ident, owner = int(fields[1]), int(fields[_owner_column(kind)])
+            if owner == uid:  # shmctl(id, IPC_RMID, 0), semctl(id, 0, IPC_RMID), msgctl(id, IPC_RMID, 0)
+                getattr(libc, remover)(ident, 0, None)
+
+
+def _owner_column(kind: str) -> int:
+    # /proc/sysvipc columns: shm: key shmid perms size cpid lpid nattch uid ...; sem: key semid perms nsems
+    # uid ...; msg: key msqid perms cbytes qnum lspid lrpid uid ...
+    return {"shm": 7, "sem": 4, "msg": 7}[kind]
+
+
+def protect_kit(root: Path, package: Path) -> None:
+    """As root: make the kit unreadable by the worker uids. The checkout keeps only the search bit for
+    others (paths through it still resolve); every entry in it (examples, .git, dist, tests, solutions)
+    and the installed grader package, if it lives elsewhere, lose every permission of others. Virtual
+    environments keep theirs: an interpreter may live there, and they hold no secret but the package."""
+    _chmod(root, lambda mode: (mode & ~0o007) | 0o001)
+    for entry in root.iterdir():
+        if not entry.name.startswith(".venv"):
+            _chmod(entry, lambda mode: mode & ~0o007)
+    if root not in package.resolve().parents:
+        _chmod(package, lambda mode: mode & ~0o007)
+
+
+def _chmod(path: Path, change) -> None:
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+        if not stat.S_ISLNK(mode):
+            os.chmod(path, change(stat.S_IMODE(mode)))
+    except OSError as error:
+        if error.errno != errno.ENOENT:
+            raise
