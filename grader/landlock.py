@@ -8,11 +8,10 @@ and landlock_restrict_self on the inherited ruleset fd, with arguments prepared 
 
 Why our own ctypes module and not a binding from PyPI (read in full, see docs/landlock.md):
 - `landlock` (1.0.0.dev5, alpha, last release 2025-05): handles filesystem rights only (its ruleset
-  struct has no handled_access_net or scoped), so no TCP (ABI 4) and no scopes (ABI 6); its rights
-  helpers issue a syscall for the ABI on every call.
+  struct has no handled_access_net or scoped), so no TCP (ABI 4) and no scopes (ABI 6).
 - `landlockpy` (0.2.0, 2026-09, 0BSD, no dependencies): covers ABI 1..11 with net and scopes and is well
   made, but it is young, would be a new pinned dependency of every grading image (Gradescope, Otter), and
-  its restrict() builds IntFlag values and may call prctl through a lazily loaded libc in the child.
+  its restrict() builds IntFlag values and goes through its Python wrappers in the child.
   Both are thin ctypes wrappers over the same three syscalls; ours is about as long as the part of
   landlockpy we would use, does exactly two prepared libc calls after fork, and splits file from
   directory rights (the kernel rejects directory rights on a file rule with EINVAL), which
