@@ -220,7 +220,7 @@ def worker_ruleset(scratch: Path, runtime: Path, read_only: Iterable[str] = ()) 
     Read (files, directories) and execute beneath the interpreter's standard library, its binary and
     shared libraries, `runtime`, /dev/urandom and `read_only`; read and write /dev/null; every right
     beneath `scratch`; nothing elsewhere. TCP bind and connect refused (ABI 4); abstract unix sockets
-    and signals outside the worker's domain refused (ABI 6).
+    and signals outside the worker's domain refused (ABI 6). OSError if the kernel refuses a rule.
     """
     abi = abi_version()
     if abi == 0:
