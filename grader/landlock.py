@@ -107,7 +107,7 @@ class _RulesetAttr(ctypes.Structure):
 
 
 def _attr_size(abi: int) -> int:
-    """Pass the struct as the ABI knows it: an older kernel refuses fields it has never heard of."""
+    """The struct's size as the ABI knows it (an older kernel takes a longer one only if the rest is 0)."""
     return 24 if abi >= 6 else 16 if abi >= 4 else 8
 
 
@@ -165,7 +165,7 @@ class Ruleset:
         os.set_inheritable(self._fd, False)  # the kernel sets O_CLOEXEC already; say it, never pass it on
         libc = _libc()
         # Everything enforce() passes, made here: the child only calls.
-        self._prctl, self._syscall = libc.prctl, libc.syscall
+        self._prctl, self._restrict = libc.prctl, libc.syscall
         self._nnp_args = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), *[ctypes.c_ulong(0)] * 3)
         self._restrict_args = (ctypes.c_long(_SYS_RESTRICT_SELF), ctypes.c_long(self._fd), ctypes.c_long(0))
 
@@ -193,7 +193,7 @@ class Ruleset:
         """
         if self._fd < 0:
             raise OSError(errno.EBADF, "the Landlock ruleset was closed")
-        if self._prctl(*self._nnp_args) != 0 or self._syscall(*self._restrict_args) != 0:
+        if self._prctl(*self._nnp_args) != 0 or self._restrict(*self._restrict_args) != 0:
             code = ctypes.get_errno()
             raise OSError(code, "Landlock could not be enforced: " + os.strerror(code))
 
