@@ -8,11 +8,10 @@ and landlock_restrict_self on the inherited ruleset fd, with arguments prepared 
 
 Why our own ctypes module and not a binding from PyPI (read in full, see docs/landlock.md):
 - `landlock` (1.0.0.dev5, alpha, last release 2025-05): handles filesystem rights only (its ruleset
-  struct has no handled_access_net or scoped), so no TCP (ABI 4) and no scopes (ABI 6); its rights
-  helpers issue a syscall for the ABI on every call.
+  struct has no handled_access_net or scoped), so no TCP (ABI 4) and no scopes (ABI 6).
 - `landlockpy` (0.2.0, 2026-09, 0BSD, no dependencies): covers ABI 1..11 with net and scopes and is well
   made, but it is young, would be a new pinned dependency of every grading image (Gradescope, Otter), and
-  its restrict() builds IntFlag values and may call prctl through a lazily loaded libc in the child.
+  its restrict() builds IntFlag values and goes through its Python wrappers in the child.
   Both are thin ctypes wrappers over the same three syscalls; ours is about as long as the part of
   landlockpy we would use, does exactly two prepared libc calls after fork, and splits file from
   directory rights (the kernel rejects directory rights on a file rule with EINVAL), which
@@ -26,6 +25,7 @@ import errno
 import os
 import re
 import stat
+import struct
 import sys
 import sysconfig
 from collections.abc import Iterable
@@ -107,7 +107,7 @@ class _RulesetAttr(ctypes.Structure):
 
 
 def _attr_size(abi: int) -> int:
-    """Pass the struct as the ABI knows it: an older kernel refuses fields it has never heard of."""
+    """The struct's size as the ABI knows it (an older kernel takes a longer one only if the rest is 0)."""
     return 24 if abi >= 6 else 16 if abi >= 4 else 8
 
 
@@ -165,7 +165,7 @@ class Ruleset:
         os.set_inheritable(self._fd, False)  # the kernel sets O_CLOEXEC already; say it, never pass it on
         libc = _libc()
         # Everything enforce() passes, made here: the child only calls.
-        self._prctl, self._syscall = libc.prctl, libc.syscall
+        self._prctl, self._restrict = libc.prctl, libc.syscall
         self._nnp_args = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), *[ctypes.c_ulong(0)] * 3)
         self._restrict_args = (ctypes.c_long(_SYS_RESTRICT_SELF), ctypes.c_long(self._fd), ctypes.c_long(0))
 
@@ -193,7 +193,7 @@ class Ruleset:
         """
         if self._fd < 0:
             raise OSError(errno.EBADF, "the Landlock ruleset was closed")
-        if self._prctl(*self._nnp_args) != 0 or self._syscall(*self._restrict_args) != 0:
+        if self._prctl(*self._nnp_args) != 0 or self._restrict(*self._restrict_args) != 0:
             code = ctypes.get_errno()
             raise OSError(code, "Landlock could not be enforced: " + os.strerror(code))
 
@@ -220,7 +220,7 @@ def worker_ruleset(scratch: Path, runtime: Path, read_only: Iterable[str] = ()) 
     Read (files, directories) and execute beneath the interpreter's standard library, its binary and
     shared libraries, `runtime`, /dev/urandom and `read_only`; read and write /dev/null; every right
     beneath `scratch`; nothing elsewhere. TCP bind and connect refused (ABI 4); abstract unix sockets
-    and signals outside the worker's domain refused (ABI 6).
+    and signals outside the worker's domain refused (ABI 6). OSError if the kernel refuses a rule.
     """
     abi = abi_version()
     if abi == 0:
@@ -249,13 +249,18 @@ def interpreter_paths() -> tuple[str, ...]:
     The stdlib paths are the base interpreter's, not a venv's (whose platstdlib holds site-packages).
     Shared libraries and locale data come from the files this process has mapped: the ones the same
     interpreter binary needs (libpython if shared, libc, libm, ld-linux, ...), extension modules of
-    installed packages left out.
+    installed packages left out. To those come the libraries every stdlib extension module needs
+    (libz, libssl, libffi, ...), found from their ELF headers: so what a submission may import does not
+    depend on what the grader happened to import first.
     """
     base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix, "installed_base": sys.base_prefix}
     paths = {sysconfig.get_path(name, vars=base) for name in ("stdlib", "platstdlib")}
-    paths |= {p for p in sys.path if p.endswith((".zip", "lib-dynload"))}
+    dynload = {p for p in sys.path if p.endswith("lib-dynload")}
+    paths |= dynload | {p for p in sys.path if p.endswith(".zip")}
     paths.add(os.path.realpath(sys.executable))
-    paths |= _mapped_files()
+    mapped = _mapped_files()
+    paths |= mapped
+    paths |= _needed_libraries(dynload, mapped)
     # One rule per tree: a path beneath another one already listed needs none of its own.
     return tuple(sorted(p for p in paths if not any(p.startswith(q + os.sep) for q in paths)))
 
@@ -280,3 +285,74 @@ def _mapped_files() -> set[str]:
             continue
         found.add(path)
     return found
+
+
+def _needed_libraries(dynload: Iterable[str], mapped: Iterable[str]) -> set[str]:
+    """The shared libraries the extension modules in `dynload` need, transitively (DT_NEEDED), looked for
+    where the loader would find them: their RUNPATH, the folders of the libraries mapped here, the
+    interpreter's LIBDIR and the system's."""
+    folders = [os.path.dirname(p) for p in sorted(mapped) if ".so" in os.path.basename(p)]
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    folders += [sysconfig.get_config_var("LIBDIR") or "", f"/lib/{multiarch}", f"/usr/lib/{multiarch}"]
+    folders += ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    todo = [e.path for d in dynload if os.path.isdir(d) for e in os.scandir(d) if e.name.endswith(".so")]
+    seen, found = set(todo), set()
+    while todo:
+        needed, runpath = _elf_needs(todo.pop())
+        for name in needed:
+            for folder in (*runpath, *folders):
+                candidate = os.path.join(folder, name)
+                if folder and os.path.isfile(candidate):
+                    real = os.path.realpath(candidate)
+                    found.add(real)
+                    if real not in seen:
+                        seen.add(real)
+                        todo.append(real)
+                    break
+    return found
+
+
+_DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
+
+
+def _elf_needs(path: str) -> tuple[list[str], list[str]]:
+    """(DT_NEEDED names, RPATH/RUNPATH folders) of a 64-bit little-endian ELF file; empty if it is not one
+    (the kernels this module serves, x86_64 and aarch64, are both)."""
+    try:
+        with open(path, "rb") as elf:
+            head = elf.read(64)
+            if head[:6] != b"\x7fELF\x02\x01":
+                return [], []
+            (phoff,) = struct.unpack_from("<Q", head, 32)  # e_phoff
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            elf.seek(phoff)
+            table = elf.read(phentsize * phnum)
+            loads, dynamic = [], None
+            for i in range(phnum):
+                kind, _, offset, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+                if kind == 1:  # PT_LOAD: to turn the addresses in the dynamic section into file offsets
+                    loads.append((vaddr, offset, filesz))
+                elif kind == 2:  # PT_DYNAMIC
+                    dynamic = (offset, filesz)
+            if dynamic is None:
+                return [], []
+            elf.seek(dynamic[0])
+            raw = elf.read(dynamic[1])
+            entries = [struct.unpack_from("<qQ", raw, i) for i in range(0, len(raw) - 15, 16)]
+            strtab = next((v for tag, v in entries if tag == _DT_STRTAB), None)
+            base = next((o + strtab - v for v, o, n in loads if v <= (strtab or -1) < v + n), None)
+            if base is None:
+                return [], []
+
+            def string(at: int) -> str:
+                elf.seek(base + at)
+                return elf.read(4096).split(b"\0", 1)[0].decode("utf-8", "replace")
+
+            needed = [string(v) for tag, v in entries if tag == _DT_NEEDED]
+            runpath = [
+                f for tag, v in entries if tag in (_DT_RPATH, _DT_RUNPATH) for f in string(v).split(":")
+            ]
+    except (OSError, struct.error):
+        return [], []
+    origin = os.path.dirname(path)
+    return needed, [f.replace("$ORIGIN", origin) for f in runpath if "$" not in f.replace("$ORIGIN", "")]
