@@ -1,0 +1,229 @@
+"""The OS layers, each on its own and with the audit hook switched off (as a submission can switch it
+off): a uid per concurrent worker, a kit those uids cannot read, Landlock, nothing written that outlives
+the worker, the per-exercise and per-run time budgets, a worker out of step with the protocol ended, the
+reference answering in a process of its own, and what the machine's layers are said to be."""
+
+from __future__ import annotations
+
+import os
+import stat
+import types
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader import isolation
+from grader.protocol import CallTimedOut, SubmissionError
+from grader.sandbox import Limits
+from grader.student import Student, sandboxed_student
+from grader.worker import load_module
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
+EXERCISES = {"softmax": 8, "add_score": 9, "sft_grad": 14, "exact_kl": 16}
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the uid layer exists only as root")
+with_landlock = pytest.mark.skipif(isolation.machine_layers().landlock == 0, reason="no Landlock here")
+
+
+@pytest.fixture(scope="module")
+def ref() -> types.ModuleType:
+    return load_module(REFERENCE, "isolation_test_reference")
+
+
+@pytest.fixture
+def layers_off(monkeypatch):
+    """Switch layers off for this test: the audit hook always (a submission can), others as asked."""
+
+    def switch(*names: str) -> None:
+        monkeypatch.setenv(isolation.LAYERS_OFF, ",".join(("audit_hook", *names)))
+
+    switch()
+    return switch
+
+
+def open_student(ref, softmax_body: str, limits: Limits | None = None) -> tuple[Student, object]:
+    """The reference with softmax replaced by `softmax_body` (an attack run at each call)."""
+    body = "\n".join("    " + line for line in softmax_body.strip().splitlines())
+    source = REFERENCE.read_text() + f"\n\ndef softmax(xs):\n    import os\n{body}\n"
+    return sandboxed_student(source, ref, ref, EXERCISES, limits=limits)
+
+
+def test_the_switch_for_tests_turns_layers_off_and_refuses_unknown_names(monkeypatch):
+    monkeypatch.setenv(isolation.LAYERS_OFF, "landlock,audit_hook")
+    layers = isolation.machine_layers()
+    assert layers.landlock == 0 and not layers.audit_hook
+    monkeypatch.setenv(isolation.LAYERS_OFF, "uid")  # the uid layer is the machine's, never a switch
+    with pytest.raises(isolation.IsolationError, match="unknown layers"):
+        isolation.machine_layers()
+
+
+def test_without_any_os_layer_the_summary_warns_in_one_line():
+    bare = isolation.Layers(uid=False, landlock=0, namespaces=False, rlimits=True, audit_hook=True)
+    assert not bare.contained and bare.as_data()["contained"] is False
+    warning = bare.summary().splitlines()[1]
+    assert warning.startswith("WARNING") and "not contained" in warning
+    held = replace(bare, landlock=7)
+    assert held.contained and "Landlock ABI 7" in held.summary() and "WARNING" not in held.summary()
+
+
+@as_root
+def test_concurrent_workers_each_get_a_uid_of_their_own_and_cannot_signal_each_other(ref, layers_off):
+    layers_off("landlock")  # the uid layer alone must hold
+    attack = "return [float(os.getuid()), float(os.getpid())]"
+    first, first_box = open_student(ref, attack)
+    second, second_box = open_student(ref, "import signal\nos.kill(int(xs[0]), signal.SIGKILL)\nreturn [1.0]")
+    try:
+        uid, pid = first.softmax([0.0])
+        assert uid in isolation.WORKER_UIDS and uid != 0
+        with pytest.raises(PermissionError):
+            second.softmax([pid])
+        assert first.softmax([0.0])[1] == pid  # still the same worker: the signal never reached it
+        assert second_box.lease.uid != first_box.lease.uid
+    finally:
+        first.close()
+        second.close()
+
+
+@as_root
+def test_the_kit_is_unreadable_by_worker_uids(ref, layers_off, tmp_path):
+    layers_off("landlock")
+    kit = tmp_path / "kit"
+    (kit / "examples").mkdir(parents=True)
+    (kit / "examples" / "full.py").write_text("the answers")
+    os.chmod(kit, 0o755)
+    os.chmod(kit / "examples", 0o755)
+    os.chmod(kit / "examples" / "full.py", 0o644)
+    package = tmp_path / "site" / "grader"
+    package.mkdir(parents=True)
+    (package / "exercises.toml").write_text("points")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(tmp_path / "site", 0o755)
+    os.chmod(package, 0o755)
+    isolation.protect_kit(kit, package)
+    assert stat.S_IMODE(os.stat(kit).st_mode) & 0o007 == 0o001  # others may pass through, not list
+    student, _ = open_student(ref, "return [float(len(open(xs[0]).read()))]")
+    try:
+        for secret in (kit / "examples" / "full.py", package / "exercises.toml"):
+            with pytest.raises(PermissionError):
+                student.softmax([str(secret)])
+    finally:
+        student.close()
+
+
+@with_landlock
+def test_landlock_alone_keeps_the_worker_to_its_scratch_folder_and_the_stdlib(ref, layers_off, tmp_path):
+    readable = tmp_path / "world-readable.txt"
+    readable.write_text("not for the worker")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(readable, 0o644)
+    attack = "return [float(len(open(xs[0]).read()))]"
+    student, sandbox = open_student(ref, attack)
+    try:
+        for outside in (str(readable), "/etc/passwd", f"/proc/{os.getpid()}/cmdline"):
+            with pytest.raises(PermissionError):
+                student.softmax([outside])
+        assert student.softmax([os.path.join(os.__file__)])[0] > 0  # the stdlib stays readable
+    finally:
+        student.close()
+
+
+@as_root
+def test_nothing_a_worker_writes_outlives_it_at_any_depth(ref, layers_off, tmp_path):
+    layers_off("landlock")  # with Landlock the writes fail outright; the sweep must hold without it
+    shared = Path("/tmp") / f"optlab-shared-{os.getpid()}"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o1777)  # a folder of root's that anyone may write into
+    places = [shared / "left.txt", Path("/tmp/optlab-left/deep/er.txt"), Path("/var/tmp/optlab-left.txt")]
+    more = (Path("/dev/shm/optlab-left"), Path("/run/lock/optlab-left"))
+    places += [place for place in more if place.parent.is_dir()]
+    attack = (
+        "for path in xs:\n"
+        "    os.makedirs(os.path.dirname(path), exist_ok=True)\n"
+        "    open(path, 'w').write('for the next submission')\n"
+        "return [1.0]"
+    )
+    student, _ = open_student(ref, attack)
+    try:
+        assert student.softmax([str(p) for p in places]) == [1.0]
+        assert all(p.exists() for p in places)
+    finally:
+        student.close()
+    try:
+        assert [p for p in places if p.exists()] == []
+        assert not Path("/tmp/optlab-left").exists()
+        assert shared.is_dir()  # root's folder stays
+    finally:
+        shared.rmdir() if shared.exists() and not any(shared.iterdir()) else None
+
+
+def test_a_slow_exercise_spends_only_its_own_budget(ref, layers_off):
+    limits = Limits(call_seconds=0.5, wall_factor=2.0, exercise_seconds=1.5)
+    student, _ = open_student(ref, "import time\ntime.sleep(0.9)\nreturn [1.0]", limits)
+    try:
+        with pytest.raises(CallTimedOut) as first:  # 0.9 s of a 1.0 s wall bound: returns
+            assert student.softmax([0.0]) == [1.0]
+            student.softmax([0.0])  # 1.8 s > 1.5 s: cut at the exercise's budget
+        assert first.value.scope == "exercise"
+        with pytest.raises(CallTimedOut, match="timed out earlier"):
+            student.softmax([0.0])
+        assert student.exact_kl([0.5, 0.5], [0.5, 0.5]) == 0.0  # another exercise has its own budget
+    finally:
+        student.close()
+
+
+def test_the_run_budget_is_no_exercises_own_timeout(ref, layers_off):
+    limits = Limits(call_seconds=0.5, wall_factor=4.0, run_seconds=0.6)
+    student, _ = open_student(ref, "import time\ntime.sleep(1.0)\nreturn [1.0]", limits)
+    try:
+        with pytest.raises(CallTimedOut) as timeout:
+            student.softmax([0.0])
+        assert timeout.value.scope == "run"
+        with pytest.raises(CallTimedOut, match="grading time limit") as later:
+            student.softmax([0.0])
+        assert later.value.scope == "run"  # not "timed out earlier": the exercise is not blamed
+    finally:
+        student.close()
+
+
+def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off):
+    # The worker writes a request straight into its pipe that no codec turns into a value (an int too
+    # long to convert), then waits for the answer. Answering on would put the protocol out of step.
+    attack = (
+        "if xs[0] == 1.0:\n"
+        "    link = next(o for o in __import__('gc').get_objects() if type(o).__name__ == 'PipeLink')\n"
+        "    link._writer.write(b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": [' + b'1' * 5000 + b']}\\n')\n"
+        "    link.receive()\n"
+        "return [xs[0]]"
+    )
+    student, sandbox = open_student(ref, attack)
+    try:
+        with pytest.raises(SubmissionError, match="not a message"):
+            student.softmax([1.0])
+        assert student.softmax([2.0]) == [2.0]  # a fresh worker, in step
+        assert sandbox.restarts == 2
+    finally:
+        student.close()
+
+
+def test_the_reference_answers_in_a_process_of_its_own(ref, layers_off):
+    # sft_grad's reference calls add_score (another exercise): the worker's call to it is answered by
+    # the reference, in a sandbox of its own, never in the grader's process.
+    source = REFERENCE.read_text() + (
+        "\n\ndef sft_grad(policy, data):\n"
+        "    import os\n"
+        "    g = [[[0.0] * policy.V for _ in range(policy.T)] for _ in range(policy.S)]\n"
+        "    add_score(g, policy, 0, 0, 1, 1.0)\n"
+        "    return g, os.getpid()\n"
+    )
+    student, _ = sandboxed_student(source, ref, ref, EXERCISES)
+    try:
+        policy = ref.TabPolicy()
+        g, worker_pid = student.sft_grad(policy, [])
+        expected = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+        ref.add_score(expected, policy, 0, 0, 1, 1.0)
+        assert g == expected
+        answering = student.reference_link._sandbox
+        assert answering is not None and answering._process.pid not in (os.getpid(), worker_pid)
+    finally:
+        student.close()
