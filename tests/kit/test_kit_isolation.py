@@ -192,7 +192,8 @@ def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off)
     attack = (
         "if xs[0] == 1.0:\n"
         "    link = next(o for o in __import__('gc').get_objects() if type(o).__name__ == 'PipeLink')\n"
-        "    link._writer.write(b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": [' + b'1' * 5000 + b']}\\n')\n"
+        "    huge = b'1' * 5000\n"
+        "    link._writer.write(b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": [' + huge + b']}\\n')\n"
         "    link.receive()\n"
         "return [xs[0]]"
     )
