@@ -191,7 +191,8 @@ def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off)
     # long to convert), then waits for the answer. Answering on would put the protocol out of step.
     attack = (
         "if xs[0] == 1.0:\n"
-        "    link = next(o for o in __import__('gc').get_objects() if type(o).__name__ == 'PipeLink')\n"
+        "    import gc\n"
+        "    link = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeLink')\n"
         "    huge = b'1' * 5000\n"
         "    link._writer.write(b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": [' + huge + b']}\\n')\n"
         "    link.receive()\n"
