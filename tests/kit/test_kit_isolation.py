@@ -194,7 +194,8 @@ def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off)
         "    import gc\n"
         "    link = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeLink')\n"
         "    huge = b'1' * 5000\n"
-        "    link._writer.write(b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": [' + huge + b']}\\n')\n"
+        "    request = b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": ['\n"
+        "    link._writer.write(request + huge + b']}\\n')\n"
         "    link.receive()\n"
         "return [xs[0]]"
     )
