@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import KitError
 from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
+from grader.isolation import machine_layers
 from grader.layout import find_root
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
         return _fail(f"{args.submission}: no such file or folder (give a .py file, a folder or a .zip)")
     if args.run_timeout <= 0:
         return _fail("--run-timeout must be positive")
+    print(machine_layers().summary())
     graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
     print(graded.document["output"])
     if graded.printed.strip():
@@ -172,6 +174,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     inventory = load_inventory(root)  # a stale kit fails here, not once per submission
     if args.exercise:
         manifest, inventory = only_exercises(manifest, inventory, args.exercise)
+    print(machine_layers().summary())
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,

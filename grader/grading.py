@@ -17,6 +17,7 @@ from grader import __version__
 from grader.errors import KitError
 from grader.intake import IntakeError, Submission, read_submission
 from grader.inventory import account_for, load_inventory
+from grader.isolation import machine_layers
 from grader.layout import MANIFEST, REFERENCE, SUITES
 from grader.manifest import Manifest, load_manifest
 from grader.reference import read_reference
@@ -75,6 +76,7 @@ def grade(
     extra = {
         "kit_version": __version__,
         "submission": {"found_as": intake.found_as, "sha256": _digest(intake)},
+        "isolation": machine_layers().as_data(),  # which layers confined the worker
     }
     document = results_document(scores, notes, time.monotonic() - started, extra)
     write_results(document, out)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader import landlock
+from grader.errors import KitError
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
 SWITCHABLE = ("landlock", "namespaces", "audit_hook")
@@ -36,7 +37,7 @@ NAMESPACE_FLAGS = CLONE_NEWNET | CLONE_NEWIPC  # a loopback that is down; SysV I
 SYSVIPC = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # /proc/sysvipc/<kind> -> libc remover
 
 
-class IsolationError(Exception):
+class IsolationError(KitError):
     """The machine cannot provide a layer it claims (no free worker uid, a lease folder not root's)."""
 
 

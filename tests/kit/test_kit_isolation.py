@@ -5,6 +5,7 @@ reference answering in a process of its own, and what the machine's layers are s
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import types
@@ -230,3 +231,22 @@ def test_the_reference_answers_in_a_process_of_its_own(ref, layers_off):
         assert answering is not None and answering._process.pid not in (os.getpid(), worker_pid)
     finally:
         student.close()
+
+
+def test_grade_names_the_layers_in_its_output_and_results_and_warns_where_none_holds(
+    tmp_path, monkeypatch, capsys
+):
+    from grader import cli
+
+    submission = tmp_path / "optimization_toolkit.py"
+    submission.write_text("def softmax(xs):\n    return [1.0]\n")
+    out = tmp_path / "results.json"
+    assert cli.main(["grade", str(submission), "-o", str(out), "--exercise", "8"]) == 0
+    layers = isolation.machine_layers()
+    assert json.loads(out.read_text())["extra_data"]["isolation"] == layers.as_data()
+    assert capsys.readouterr().out.startswith(layers.summary())
+
+    bare = isolation.Layers(uid=False, landlock=0, namespaces=False, rlimits=True, audit_hook=True)
+    monkeypatch.setattr(cli, "machine_layers", lambda: bare)
+    assert cli.main(["grade", str(submission), "-o", str(out), "--exercise", "8"]) == 0
+    assert "WARNING: no OS layer holds here" in capsys.readouterr().out
