@@ -1,7 +1,8 @@
 # The kit's grading image: Ubuntu 22.04 (the base of Gradescope's and otter grade's images), the kit in
-# /opt/optlab with its pinned packages, and the unprivileged user that submissions run as. Its one RUN
-# step is scripts/setup.sh, the script CI runs (it finds or installs a Python 3.11-3.13 with
-# scripts/python.sh, then makes the virtual environment and the worker user).
+# /opt/optlab with its pinned packages, and only what grading needs (.dockerignore leaves out .git and the
+# examples). Its one RUN step is scripts/setup.sh, the script CI runs (it finds or installs a Python
+# 3.11-3.13 with scripts/python.sh, then makes the virtual environment and lets the worker uids reach the
+# interpreter). Run as root: grading makes the kit unreadable by the worker uids before any worker starts.
 #
 #   docker build -t optlab-grader .
 #   # one submission, as Gradescope lays it out: results.json in ./results

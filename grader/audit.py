@@ -1,8 +1,13 @@
-"""The worker's audit hook: inside the worker, Python itself refuses what a submission has no business
-doing: sockets, new processes, signals to others, native code, and files outside its scratch folder
-(reading is allowed also in the standard library and the worker's own code). An audit hook cannot be
-removed once added. It stands beneath the operating system's limits (another user, rlimits, no network),
-not instead of them.
+"""The worker's audit hook: a tripwire for honest mistakes, not a boundary.
+
+Inside the worker, Python itself refuses what a submission has no business doing: sockets, new
+processes, signals to others, native code, and files outside its scratch folder (reading is allowed also
+in the standard library and the worker's own code), so an honest mistake fails with a clear message.
+It lives in the interpreter it watches, so code there can switch it off (patch this module through
+sys.modules, reach the hook's object with gc), and its path checks resolve paths from the working folder
+where `dir_fd` resolves them elsewhere. Neither matters: every guarantee of grading holds without it,
+from the operating system's layers (grader.isolation, grader.landlock, grader.sandbox), and the kit's
+hostile tests run a second time with the hook not installed.
 """
 
 from __future__ import annotations

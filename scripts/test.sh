@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, then run every check of the kit: lint (Python and the Dockerfile), the student mirror and
 # inventory are current, the suites' verdicts (reference 100%, stubs 0 on every exercise), and all tests
-# (the kit's own, the packaging and its rehearsals, and both suites against the reference). With
+# (the kit's own, the packaging and its rehearsals, and both suites against the reference), and the
+# hostile tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's suites and golden demo are checked on them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,8 @@ py=.venv/bin/python
 "$py" -m grader build --check
 "$py" -m grader validate
 "$py" -m pytest -q
+echo "test: the hostile tests again, with the audit hook not installed (the OS layers alone must hold)"
+OPTLAB_LAYERS_OFF=audit_hook "$py" -m pytest -q tests/kit/test_kit_hostile.py tests/kit/test_kit_isolation.py
 interpreter() {  # the first python$1 that runs: on PATH, under pyenv, or Debian's
   for candidate in "python$1" /root/.pyenv/versions/"$1".*/bin/python "/usr/bin/python$1"; do
     if "$candidate" -c "import sys" >/dev/null 2>&1; then echo "$candidate"; return; fi
