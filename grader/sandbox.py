@@ -71,7 +71,7 @@ class Limits:
     file_bytes: int = 16 << 20
     open_files: int = 64
     output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
-    message_bytes: int = 16 << 20  # one message, either way
+    message_bytes: int = 4 << 20  # one message from the worker (decoded, 4 MB of JSON is at most ~100 MB)
 
 
 class Sandbox:

@@ -175,7 +175,7 @@ APPENDED = {
         """,
         HONEST,
     ),
-    "native code": ("def softmax(xs):\n    import ctypes\n    return [0.5] * len(xs)\n", HONEST),
+    "native code": ("def softmax(xs):\n    import ctypes\n    return [1.0 / len(xs)] * len(xs)\n", WRONG),
     "asks the grader for the reference's own answer": (
         """
         import gc
