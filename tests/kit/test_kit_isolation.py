@@ -250,3 +250,60 @@ def test_grade_names_the_layers_in_its_output_and_results_and_warns_where_none_h
     monkeypatch.setattr(cli, "machine_layers", lambda: bare)
     assert cli.main(["grade", str(submission), "-o", str(out), "--exercise", "8"]) == 0
     assert "WARNING: no OS layer holds here" in capsys.readouterr().out
+
+
+NOBODY = 65534
+
+
+def copy_kit_for(uid: int, into: Path) -> Path:
+    """A copy of the kit's grading files that `uid` owns (the checkout itself is closed to others)."""
+    import shutil
+
+    kit = into / "kit"
+    for part in ("grader", "solutions", "tests"):
+        shutil.copytree(KIT / part, kit / part, ignore=shutil.ignore_patterns("__pycache__", "kit"))
+    shutil.copy(KIT / "pyproject.toml", kit)
+    for folder, _, files in os.walk(into):
+        os.chown(folder, uid, uid)
+        for name in files:
+            os.chown(os.path.join(folder, name), uid, uid)
+    os.chmod(into, 0o755)
+    return kit
+
+
+@as_root
+@pytest.mark.parametrize("off", ["", "landlock"], ids=["landlock", "no-os-layer"])
+def test_grading_as_a_user_who_is_not_root(off):
+    """The fallback of a student's or TA's own machine, for real: no uid layer; Landlock where the kernel
+    has it, else a one-line warning; the grade is the same."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="optlab-not-root-"))  # pytest's own tmp_path is root's alone
+    kit = copy_kit_for(NOBODY, tmp_path)
+    submission = kit / "mine.py"
+    submission.write_text((KIT / "solutions" / "optimization_toolkit.py").read_text())
+    os.chown(submission, NOBODY, NOBODY)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), isolation.LAYERS_OFF: off}
+
+    def become_nobody() -> None:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "grader", "grade", "mine.py", "-o", "results.json", "--exercise", "8"],
+            cwd=kit, env=env, preexec_fn=become_nobody, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        document = json.loads((kit / "results.json").read_text())
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    layers = document["extra_data"]["isolation"]
+    assert layers["uid"] is False and layers["namespaces"] is False
+    assert layers["landlock"] == (0 if off else isolation.machine_layers().landlock)
+    assert ("WARNING: no OS layer holds here" in done.stdout) == (off == "landlock")
+    assert document["score"] == document["extra_data"]["points_possible"] > 0
