@@ -36,6 +36,7 @@ from grader.inventory import INVENTORY
 from grader.layout import MANIFEST, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
+from grader.sandbox import proc_stat
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 POLL_SECONDS = 0.05
@@ -314,11 +315,11 @@ def _signal(job: _Job, which: signal.Signals) -> None:
 def _descendants(pid: int) -> tuple[tuple[int, int, int], ...]:
     """(pid, parent pid, start time) of every process below `pid`, from /proc."""
     below: dict[int, list[tuple[int, int, int]]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        fields = _stat_fields(stat)
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = proc_stat(int(entry.name))
         if fields is not None:
             parent = int(fields[1])
-            below.setdefault(parent, []).append((int(stat.parent.name), parent, int(fields[19])))
+            below.setdefault(parent, []).append((int(entry.name), parent, int(fields[19])))
     found, todo = [], [pid]
     while todo:
         for process in below.get(todo.pop(), []):
@@ -328,16 +329,8 @@ def _descendants(pid: int) -> tuple[tuple[int, int, int], ...]:
 
 
 def _start_time(pid: int) -> int | None:
-    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    fields = proc_stat(pid)
     return int(fields[19]) if fields is not None else None
-
-
-def _stat_fields(path: Path) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, ppid, ...; start time is [19])."""
-    try:
-        return path.read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
 
 
 # -- outcomes ---------------------------------------------------------------------------------------

@@ -174,7 +174,6 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     inventory = load_inventory(root)  # a stale kit fails here, not once per submission
     if args.exercise:
         manifest, inventory = only_exercises(manifest, inventory, args.exercise)
-    print(machine_layers().summary())
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
@@ -188,6 +187,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
             entries = read_source(args.source, Path(scratch), exclude=outputs)
             if not entries:
                 return _fail(f"{args.source}: no submissions in it")
+            print(machine_layers().summary())
             outcomes = run_batch(root, entries, options, progress)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted after {progress.count} gradings; what finished is kept in "
