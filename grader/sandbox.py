@@ -125,11 +125,12 @@ class Sandbox:
         exercise = self.exercise_of.get(str(message.get("function")))
         if (out_of_time := self._out_of_time(exercise)) is not None:
             return out_of_time
-        started = time.monotonic()
+        started = calling = time.monotonic()
         try:
             if self._process is None and (failure := self._start_failure or self._start()) is not None:
                 self._start_failure = failure
                 return failure
+            calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
             deadline = self._deadline(self.limits.call_seconds, exercise)
             self._post(message)
             while True:
@@ -145,10 +146,10 @@ class Sandbox:
             self._kill(str(died))
             return failure_answer(str(died))
         finally:
-            elapsed = time.monotonic() - started
-            self._spent += elapsed
+            now = time.monotonic()
+            self._spent += now - started
             if exercise is not None:
-                self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + elapsed
+                self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + now - calling
 
     def _out_of_time(self, exercise: int | None) -> dict | None:
         """The answer for a call that may not start: the run's or its exercise's time is used up."""

@@ -175,13 +175,17 @@ class _ReferenceSandbox:
 
     def send(self, message: dict) -> dict:
         if self._sandbox is None:
-            unserved = lambda request: raise_answer(LookupError("the reference has no one to ask"))  # noqa: E731
-            self._sandbox = Sandbox(self._source, {}, False, unserved, self._limits)
+            self._sandbox = Sandbox(self._source, {}, False, _no_requests, self._limits)
         return self._sandbox.send(message)
 
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
+
+
+def _no_requests(request: dict) -> dict:
+    """The reference calls only itself: any request of its worker is refused."""
+    return raise_answer(LookupError(f"the reference's worker may not ask for {request.get('op')!r}"))
 
 
 class _Unanswerable:
