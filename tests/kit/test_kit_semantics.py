@@ -1,0 +1,64 @@
+"""What a call means, held against submissions that game it (issue 12, items 5, 6, 10 and 11):
+
+- only the lab's contract mutations are written back into the test's objects (derived from the
+  reference at `grader build`), never a frozen dataclass, so expected values come from the inputs as
+  they were before the student's call;
+- the reference answers a worker's request only along the reference's own call graph;
+- names a submission chose reach its results as plain, escaped text;
+- a nan answer matches nothing but a nan the reference (or a literal) expects.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.expect import expect_close
+from grader.grading import grade
+from tests.kit.gradescope_schema import problems
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
+
+
+def graded(tmp_path: Path, code: str, exercises: list[int]) -> dict:
+    """The results of the reference with `code` appended (later definitions win), graded for real."""
+    submission = tmp_path / "submission"
+    submission.mkdir(parents=True, exist_ok=True)
+    (submission / "optimization_toolkit.py").write_text(REFERENCE + "\n\n" + textwrap.dedent(code))
+    out = tmp_path / "results.json"
+    document = grade(KIT, submission, out, call_timeout=2, exercises=exercises).document
+    assert problems(out) == []
+    return document
+
+
+def entry(document: dict, name: str) -> dict:
+    return next(t for t in document["tests"] if t["name"] == name)
+
+
+# -- 11. nan ----------------------------------------------------------------------------------------
+
+
+def test_nan_never_matches_unless_the_expected_nan_is_allowed():
+    nan = math.nan
+    for got, want in [(nan, nan), ([1.0, nan], [1.0, nan]), (nan, 1.0), (1.0, nan), ({"a": nan}, {"a": nan})]:
+        with pytest.raises(AssertionError):
+            expect_close(got, want, "two answers")
+    expect_close([1.0, nan], [1.0, nan], "against the reference's nan", nan_ok=True)
+    with pytest.raises(AssertionError):
+        expect_close(nan, 1.0, "a nan where a number is expected", nan_ok=True)
+    with pytest.raises(AssertionError):
+        expect_close(1.0, nan, "a number where the reference says nan", nan_ok=True)
+    expect_close([math.inf, -math.inf], [math.inf, -math.inf], "an infinity still equals itself")
+
+
+def test_a_softmax_of_nans_passes_no_check_that_compares_two_of_its_answers(tmp_path):
+    document = graded(tmp_path, "def softmax(xs):\n    return [float('nan')] * len(xs)\n", [8])
+    hidden = entry(document, "8 softmax: hidden checks")
+    # only "softmax does not change its argument" holds; the shift invariance compares two nan answers
+    assert hidden["extra_data"]["passed"] == 1, hidden["output"]
+    assert "- failed: adding the same constant to every logit" in hidden["output"]
+    assert entry(document, "8 softmax: visible checks")["score"] == 0
