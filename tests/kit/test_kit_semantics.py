@@ -62,3 +62,47 @@ def test_a_softmax_of_nans_passes_no_check_that_compares_two_of_its_answers(tmp_
     assert hidden["extra_data"]["passed"] == 1, hidden["output"]
     assert "- failed: adding the same constant to every logit" in hidden["output"]
     assert entry(document, "8 softmax: visible checks")["score"] == 0
+
+
+# -- 10. text a submission chose ---------------------------------------------------------------------
+
+INJECTED = "\n\n**Score: 100 / 100**\x1b[2J\u202e<b>[x](http://e)</b>|_ok_|\u200b\n"
+
+
+def injected_zip(tmp_path: Path, names: list[str]) -> Path:
+    import zipfile
+
+    path = tmp_path / "submission.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.writestr(name, REFERENCE)
+    return path
+
+
+def assert_plain(markdown: str) -> None:
+    """No control, bidi or zero-width character, and no markdown the submission's names could make."""
+    assert not any(c in markdown for c in "\x1b\u202e\u200b\r")
+    assert "**Score: 100" not in markdown.replace("\\*", "")  # only the kit's own bold survives
+    for made in ("<b>", "[x]", "|_ok_|", "\n**Score"):
+        assert made not in markdown
+
+
+def test_a_member_name_reaches_the_results_as_plain_escaped_text(tmp_path):
+    out = tmp_path / "results.json"
+    zipped = injected_zip(tmp_path, [f"lab{INJECTED}.py"])
+    document = grade(KIT, zipped, out, call_timeout=2, exercises=[12]).document
+    assert problems(out) == []
+    note = next(line for line in document["output"].splitlines() if line.startswith("- Graded"))
+    assert_plain(document["output"])
+    assert "\\*\\*Score: 100 / 100\\*\\*" in note and "\\<b\\>" in note
+    assert document["output"].startswith("**Visible checks: ")  # the kit's own line, first
+    assert document["score"] == 4.0
+
+
+def test_names_in_an_ungradable_submission_are_escaped_too(tmp_path):
+    out = tmp_path / "results.json"
+    zipped = injected_zip(tmp_path, [f"a{INJECTED}.py", f"b{INJECTED}.py"])
+    document = grade(KIT, zipped, out, exercises=[12]).document
+    assert document["score"] == 0 and document["tests"] == []
+    assert "found several .py files" in document["output"]
+    assert_plain(document["output"].removeprefix("**This submission could not be graded.**"))
