@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import types
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 # Methods known to leave their receiver unchanged (str, bytes, list, tuple, dict, set, number methods).
 _PURE_METHODS = frozenset(
@@ -48,26 +50,24 @@ _ARGUMENT_MUTATING_METHODS = frozenset(
 
 def derive_contract(source: str, exercise_of: Mapping[str, int]) -> dict:
     """The contract of the reference `source` whose exercise functions are `exercise_of` (name -> id):
-    ``{"answers": {function: [names]}, "mutates": {function: {parameter: position or None}}}``."""
+    ``{"answers": {function: [names]}, "mutates": {function: {parameter: position or None}}}`` for
+    every top-level function of it (a test may call a given function too); a function that calls no
+    other exercise, or mutates nothing, is left out."""
     lab = _Lab(ast.parse(source))
     answers, mutates = {}, {}
-    for name in sorted(exercise_of):
-        node = lab.functions.get(name)
-        if node is None:
-            continue
-        answers[name] = sorted(lab.answers(name, exercise_of))
-        params = _parameters(node)
+    for name in sorted(lab.functions):
+        node = lab.functions[name]
+        if called := sorted(lab.answers(name, exercise_of)):
+            answers[name] = called
         changed = lab.mutated(node)
-        mutates[name] = {p: pos for p, pos in params if p in changed}
+        if params := {p: pos for p, pos in _parameters(node) if p in changed}:
+            mutates[name] = params
     return {"answers": answers, "mutates": mutates}
 
 
-def writable_keys(mutates: Mapping[str, int | None]) -> list[str]:
-    """The keys under which a call's answer reports the mutations of these parameters (as the protocol
-    does: the position of a positional argument, the name of a keyword argument)."""
-    keys = set(mutates)
-    keys |= {str(position) for position in mutates.values() if position is not None}
-    return sorted(keys)
+def module_contract(module: types.ModuleType, exercise_of: Mapping[str, int]) -> dict:
+    """The contract of a loaded reference module (when no stored one is at hand: the kit's own tests)."""
+    return derive_contract(Path(module.__file__).read_text(encoding="utf-8"), exercise_of)
 
 
 def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[tuple[str, int | None]]:
@@ -114,7 +114,7 @@ class _Lab:
     def answers(self, name: str, exercise_of: Mapping[str, int]) -> set[str]:
         """The other exercises' functions reachable from `name`'s reference body through non-exercise
         code (and through its own exercise's functions, which the student's code runs)."""
-        mine = exercise_of[name]
+        mine = exercise_of.get(name)
         found: set[str] = set()
         seen = {id(self.functions[name])}
         todo = [self.functions[name]]

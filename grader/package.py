@@ -38,9 +38,9 @@ AUTOGRADER_ZIP = "autograder.zip"
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 # The grading path (grader grade, the suites' plugin, the Otter plugin); not build, validate or batch.
 GRADING_MODULES = (
-    "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
-    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results", "sandbox",
-    "scoring", "student", "suites", "worker",
+    "__init__", "__main__", "audit", "cli", "codec", "contract", "errors", "expect", "grading", "intake",
+    "inventory", "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results",
+    "sandbox", "scoring", "student", "suites", "worker",
 )  # fmt: skip
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
