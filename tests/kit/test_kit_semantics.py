@@ -106,3 +106,63 @@ def test_names_in_an_ungradable_submission_are_escaped_too(tmp_path):
     assert document["score"] == 0 and document["tests"] == []
     assert "found several .py files" in document["output"]
     assert_plain(document["output"].removeprefix("**This submission could not be graded.**"))
+
+
+# -- 5. mutations: only the contract's come back ------------------------------------------------------
+
+STUBS = (KIT / "student" / "optimization_toolkit.py").read_text()
+
+
+def scores_by_entry(document: dict) -> dict[str, float]:
+    return {t["name"]: t["score"] for t in document["tests"]}
+
+
+@pytest.mark.parametrize(
+    "exercise, attack, honest",
+    [
+        (
+            6,
+            "def pareto_front(scores):\n    scores[:] = [[1.0]]\n    return [0]\n",
+            "def pareto_front(scores):\n    return [0]\n",
+        ),
+        (
+            7,
+            "def reflect_update(instruction, traces, module):\n    traces.clear()\n    return instruction\n",
+            "def reflect_update(instruction, traces, module):\n    return instruction\n",
+        ),
+        (
+            1,  # a frozen dataclass, rewritten through object.__setattr__ and vars()
+            """
+            def p_correct(prog, kind, params=ToyParams()):
+                object.__setattr__(params, "cap", 0.5)
+                object.__setattr__(params, "floor", 0.5)
+                vars(prog)["instructions"] = {}
+                return 0.5
+            """,
+            "def p_correct(prog, kind, params=ToyParams()):\n    return 0.5\n",
+        ),
+    ],
+    ids=["a list argument rewritten", "a list argument emptied", "a frozen dataclass rewritten"],
+)
+def test_rewriting_arguments_earns_nothing_more_than_the_same_answer_without(
+    tmp_path, exercise, attack, honest
+):
+    """Expected values come from the inputs as they were before the student's call: the attack scores
+    what the same answers score without touching the arguments."""
+    attacked = scores_by_entry(graded(tmp_path / "attack", attack, [exercise]))
+    bound = scores_by_entry(graded(tmp_path / "honest", honest, [exercise]))
+    for name, score in attacked.items():
+        assert score <= bound[name] + 1e-9, name
+    assert sum(attacked.values()) < exercise_points(exercise)
+
+
+def exercise_points(exercise: int) -> float:
+    from grader.grading import kit_manifest
+
+    return kit_manifest(KIT).by_id(exercise).points
+
+
+def test_the_contracts_mutations_still_come_back(tmp_path):
+    """add_score's g, tg_step's graph, a Meter and a random.Random: the reference scores in full."""
+    document = graded(tmp_path, "", [2, 3, 5, 9])
+    assert document["score"] == sum(exercise_points(e) for e in (2, 3, 5, 9))
