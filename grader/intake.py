@@ -72,16 +72,21 @@ _MARKDOWN = frozenset("\\`*[]<>|~&")  # what makes markdown mid-line: escaped wh
 _UNSHOWN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))  # controls, bidi and zero-width, separators
 
 
-def shown(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """Text a submission chose (a file or member name, a declared encoding), as it may appear in a message
-    the student sees as markdown: control characters (ANSI escapes, line breaks), format characters
-    (right-to-left overrides and other bidi controls, zero-width characters) and line separators
-    removed; markdown's punctuation escaped with a backslash (no fake "**Score: 100 / 100**", no link,
-    no HTML, no table cell), and `_` too unless it sits inside a word (where it cannot emphasize); at
-    most `limit` characters. Every submission-chosen text of a message goes through here."""
-    kept = "".join(c for c in str(text) if unicodedata.category(c) not in _UNSHOWN)
+def shown(text: str, limit: int = MAX_SHOWN_CHARS, markdown: bool = True) -> str:
+    """Text a submission chose (a file or member name, a declared encoding, an exception's message), as
+    it may appear in a message the student sees: control characters (ANSI escapes, and line breaks
+    unless `markdown` is off, where lines and tabs are kept), format characters (right-to-left
+    overrides and other bidi controls, zero-width characters) and line separators removed; for
+    markdown, its punctuation escaped with a backslash (no fake "**Score: 100 / 100**", no link, no
+    HTML, no table cell), and `_` too unless it sits inside a word (where it cannot emphasize); at most
+    `limit` characters. Every submission-chosen text of a message goes through here."""
+    kept = "".join(
+        c for c in str(text) if unicodedata.category(c) not in _UNSHOWN or (not markdown and c in "\n\t")
+    )
     if len(kept) > limit:
         kept = kept[: limit - 3] + "..."
+    if not markdown:
+        return kept
     out = []
     for i, c in enumerate(kept):
         inside_word = 0 < i < len(kept) - 1 and kept[i - 1].isalnum() and kept[i + 1].isalnum()

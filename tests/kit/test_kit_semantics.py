@@ -112,6 +112,14 @@ def test_names_in_an_ungradable_submission_are_escaped_too(tmp_path):
     assert_plain(document["output"].removeprefix("**This submission could not be graded.**"))
 
 
+def test_an_exceptions_message_reaches_its_entry_without_controls_or_bidi(tmp_path):
+    code = "def softmax(xs):\n    raise ValueError('\\x1b[2J\\u202eSHOWN\\u200b\\r\\nnext line')\n"
+    document = graded(tmp_path, code, [8])
+    output = entry(document, "8 softmax: visible checks")["output"]
+    assert "SHOWN" in output and "next line" in output
+    assert not any(c in output for c in "\x1b\u202e\u200b\r")
+
+
 # -- 5. mutations: only the contract's come back ------------------------------------------------------
 
 STUBS = (KIT / "student" / "optimization_toolkit.py").read_text()
