@@ -32,13 +32,16 @@ _PURE_METHODS = frozenset(
     "removesuffix union intersection difference symmetric_difference issubset issuperset isdisjoint "
     "hex is_integer conjugate bit_length as_integer_ratio fromkeys getstate".split()
 )
-# Methods whose result is (or holds) a part of the receiver: what they return aliases it.
-_ALIASING_METHODS = frozenset({"get", "setdefault", "pop", "values", "items", "popitem"})
-# Built-ins whose result holds the elements of their arguments (the elements alias the arguments').
-_ALIASING_BUILTINS = frozenset(
-    {"list", "tuple", "sorted", "reversed", "iter", "next", "enumerate", "zip", "filter", "set", "dict",
-     "frozenset", "max", "min"}
-)  # fmt: skip
+# Methods whose result is a part of the receiver, and methods whose result is a new container (or a view)
+# of its parts.
+_ELEMENT_METHODS = frozenset({"get", "setdefault", "pop", "popitem"})
+_VIEW_METHODS = frozenset({"values", "items", "keys", "copy"})
+# Built-ins whose result is a part of an argument, and built-ins whose result is a new container (or an
+# iterator) of the arguments' parts.
+_ELEMENT_BUILTINS = frozenset({"next", "max", "min"})
+_CONTAINER_BUILTINS = frozenset(
+    {"list", "tuple", "sorted", "reversed", "iter", "enumerate", "zip", "filter", "set", "dict", "frozenset"}
+)
 # Built-ins that change their first argument; every other built-in (and exception) leaves its arguments be.
 _MUTATING_BUILTINS = frozenset({"setattr", "delattr"})
 _BUILTINS = frozenset(dir(builtins))
@@ -154,26 +157,37 @@ class _Lab:
 
 
 class _Mutations:
-    """Which parameters of one function its body may change: a flow-insensitive alias analysis."""
+    """Which parameters of one function its body may change: a flow-insensitive alias analysis.
+
+    A name may *be* (a part of) a parameter's object (`alias`: changing it changes the parameter), or
+    be a fresh container that *holds* such parts (`holds`: a copy such as ``dict(files)``; changing the
+    container leaves the parameter alone, changing one of its items does not)."""
 
     def __init__(self, lab: _Lab, node: ast.FunctionDef):
         self.lab, self.node = lab, node
         self.alias: dict[str, set[str]] = {p: {p} for p, _ in _parameters(node)}
-        if node.args.vararg:
-            self.alias[node.args.vararg.arg] = {node.args.vararg.arg}
-        if node.args.kwarg:
-            self.alias[node.args.kwarg.arg] = {node.args.kwarg.arg}
+        for extra in (node.args.vararg, node.args.kwarg):
+            if extra is not None:
+                self.alias[extra.arg] = {extra.arg}
+        self.holds: dict[str, set[str]] = {}
         self.changed: set[str] = set()
 
     def run(self) -> set[str]:
         params = {p for p, _ in _parameters(self.node)}
         for _ in range(20):  # to a fixed point: aliases may flow backwards through loops
-            before = (sum(len(v) for v in self.alias.values()), len(self.changed))
+            before = self._size()
             for sub in ast.walk(self.node):
                 self.visit(sub)
-            if (sum(len(v) for v in self.alias.values()), len(self.changed)) == before:
+            if self._size() == before:
                 break
         return self.changed & params
+
+    def _size(self) -> tuple[int, int, int]:
+        return (
+            sum(len(v) for v in self.alias.values()),
+            sum(len(v) for v in self.holds.values()),
+            len(self.changed),
+        )
 
     def roots(self, expr: ast.AST | None) -> set[str]:
         """The parameters whose objects (or parts of them) `expr` may evaluate to."""
@@ -182,47 +196,73 @@ class _Mutations:
         if isinstance(expr, ast.Name):
             return set(self.alias.get(expr.id, ()))
         if isinstance(expr, ast.Attribute | ast.Subscript | ast.Starred):
-            return self.roots(expr.value)
+            return self.parts(expr.value)
         if isinstance(expr, ast.NamedExpr):
             return self.roots(expr.value)
         if isinstance(expr, ast.IfExp):
             return self.roots(expr.body) | self.roots(expr.orelse)
         if isinstance(expr, ast.BoolOp):
             return set().union(*(self.roots(v) for v in expr.values))
-        if isinstance(expr, ast.Tuple | ast.List | ast.Set):
-            return set().union(*(self.roots(e) for e in expr.elts)) if expr.elts else set()
-        if isinstance(expr, ast.Dict):
-            return set().union(set(), *(self.roots(v) for v in expr.values))
-        if isinstance(expr, ast.ListComp | ast.SetComp | ast.GeneratorExp):
-            return self.roots(expr.elt)
-        if isinstance(expr, ast.DictComp):
-            return self.roots(expr.value)
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Name) and func.id in _ALIASING_BUILTINS | {"vars", "getattr"}:
-                return set().union(set(), *(self.roots(a) for a in expr.args))
-            if isinstance(func, ast.Attribute) and func.attr in _ALIASING_METHODS:
-                return self.roots(func.value)
+            if isinstance(func, ast.Name) and func.id in _ELEMENT_BUILTINS:
+                return set().union(set(), *(self.parts(a) for a in expr.args))
+            if isinstance(func, ast.Name) and func.id in ("vars", "getattr"):
+                return set().union(set(), *(self.roots(a) for a in expr.args[:1]))
+            if isinstance(func, ast.Attribute) and func.attr in _ELEMENT_METHODS:
+                return self.parts(func.value)
         return set()
 
-    def bind(self, target: ast.AST, roots: set[str]) -> None:
-        if not roots:
-            return
+    def held(self, expr: ast.AST | None) -> set[str]:
+        """The parameters that a fresh container `expr` may evaluate to holds parts of."""
+        if expr is None:
+            return set()
+        if isinstance(expr, ast.Name):
+            return set(self.holds.get(expr.id, ()))
+        if isinstance(expr, ast.Attribute | ast.Subscript | ast.NamedExpr):
+            return self.held(expr.value)
+        if isinstance(expr, ast.IfExp):
+            return self.held(expr.body) | self.held(expr.orelse)
+        if isinstance(expr, ast.BoolOp):
+            return set().union(*(self.held(v) for v in expr.values))
+        if isinstance(expr, ast.Tuple | ast.List | ast.Set):
+            return set().union(set(), *(self.parts(e) for e in expr.elts))
+        if isinstance(expr, ast.Dict):
+            return set().union(set(), *(self.parts(v) for v in expr.values))
+        if isinstance(expr, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return self.parts(expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self.parts(expr.value)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Name) and func.id in _CONTAINER_BUILTINS:
+                return set().union(set(), *(self.parts(a) for a in expr.args))
+            if isinstance(func, ast.Attribute) and func.attr in _VIEW_METHODS:
+                return self.parts(func.value)
+        return set()
+
+    def parts(self, expr: ast.AST | None) -> set[str]:
+        """The parameters that an item or attribute of `expr` may be a part of."""
+        return self.roots(expr) | self.held(expr)
+
+    def bind(self, target: ast.AST, roots: set[str], held: set[str] = frozenset()) -> None:
         for sub in ast.walk(target):
             if isinstance(sub, ast.Name):
-                self.alias.setdefault(sub.id, set()).update(roots)
+                if roots:
+                    self.alias.setdefault(sub.id, set()).update(roots)
+                if held:
+                    self.holds.setdefault(sub.id, set()).update(held)
 
     def change(self, expr: ast.AST) -> None:
         self.changed |= self.roots(expr)
 
     def visit(self, sub: ast.AST) -> None:
         if isinstance(sub, ast.Assign):
-            value = self.roots(sub.value)
             for target in sub.targets:
                 if not self.pair(target, sub.value):
-                    self.store(target, value)
+                    self.store(target, sub.value)
         elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
-            self.store(sub.target, self.roots(sub.value))
+            self.store(sub.target, sub.value)
         elif isinstance(sub, ast.AugAssign):
             # `x.a += 1` and `x[i] += 1` change x; `total += x` rebinds a name (for a list it would
             # extend it in place: the reference does not do that to a parameter, and validate would
@@ -242,36 +282,40 @@ class _Mutations:
                 and source.args
                 and isinstance(target, ast.Tuple)
                 and len(target.elts) == 2
-            ):  # the index is a number: only the item aliases
-                target, source = target.elts[1], source.args[0]
-            self.bind(target, self.roots(source))
+            ):  # the index is a number: only the item is a part of what is enumerated
+                self.bind(target.elts[1], self.parts(source.args[0]))
+            else:
+                self.bind(target, self.parts(source))  # an item of what it iterates over
         elif isinstance(sub, ast.withitem) and sub.optional_vars is not None:
             self.bind(sub.optional_vars, self.roots(sub.context_expr))
         elif isinstance(sub, ast.NamedExpr):
-            self.bind(sub.target, self.roots(sub.value))
+            self.bind(sub.target, self.roots(sub.value), self.held(sub.value))
         elif isinstance(sub, ast.Call):
             self.call(sub)
 
-    def store(self, target: ast.AST, value: set[str]) -> None:
+    def store(self, target: ast.AST, value: ast.AST) -> None:
         if isinstance(target, ast.Attribute | ast.Subscript):
             self.change(target.value)
-        elif isinstance(target, ast.Tuple | ast.List):
+        elif isinstance(target, ast.Tuple | ast.List):  # unpacking: each name is an item of the value
             for element in target.elts:
-                self.store(element, value)
-        elif isinstance(target, ast.Starred):
-            self.store(target.value, value)
+                if isinstance(element, ast.Starred):
+                    self.bind(element.value, set(), self.parts(value))
+                elif isinstance(element, ast.Attribute | ast.Subscript):
+                    self.change(element.value)
+                else:
+                    self.bind(element, self.parts(value))
         else:
-            self.bind(target, value)
+            self.bind(target, self.roots(value), self.held(value))
 
     def pair(self, targets: ast.AST, value: ast.AST) -> bool:
-        """`a, b = x, y`: each name aliases its own value only."""
+        """`a, b = x, y`: each name takes its own value only."""
         if not (isinstance(targets, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List)):
             return False
         if len(targets.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for e in targets.elts):
             return False
         for target, element in zip(targets.elts, value.elts, strict=True):
             if not self.pair(target, element):
-                self.store(target, self.roots(element))
+                self.store(target, element)
         return True
 
     def call(self, call: ast.Call) -> None:
@@ -314,16 +358,14 @@ class _Mutations:
             for i, arg in enumerate(call.args):
                 spread = isinstance(arg, ast.Starred) or (target.args.vararg and i >= len(params))
                 if spread or i in positions:
-                    self.change(arg)
+                    self.changed |= self.parts(arg)  # whether it changes the container or its items
             for keyword in call.keywords:
                 if keyword.arg is None or keyword.arg in names:
-                    self.change(keyword.value)
+                    self.changed |= self.parts(keyword.value)
 
     def everything(self, call: ast.Call) -> None:
-        for arg in call.args:
-            self.change(arg)
-        for keyword in call.keywords:
-            self.change(keyword.value)
+        for value in (*call.args, *(keyword.value for keyword in call.keywords)):
+            self.changed |= self.parts(value)
 
 
 def _is_module(name: ast.Name) -> bool:

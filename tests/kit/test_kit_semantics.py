@@ -315,3 +315,29 @@ def test_fault_isolation_still_holds_along_the_graph(tmp_path):
     out = tmp_path / "results.json"
     document = grade(KIT, submission, out, call_timeout=2, exercises=[9]).document
     assert document["score"] == exercise_points(9)
+
+
+def test_a_copy_of_a_parameter_is_not_the_parameter():
+    """`new = dict(files); new[k] = v` changes the copy only; changing an item of a copy changes the
+    parameter's item."""
+    source = textwrap.dedent(
+        """
+        def propose(files, rng):
+            new = dict(files)
+            new["x"] = rng.random()
+            rows = list(files.values())
+            rows.append(1)
+            return new
+        def touch(graph):
+            for module, var in reversed(list(graph)):
+                var.grads.clear()
+        def pick(stats):
+            best, arg = None, []
+            for i, (tot, n) in enumerate(stats):
+                best, arg = tot, [i]
+                arg.append(n)
+            return arg
+        """
+    )
+    mutates = derive_contract(source, {"propose": 1, "touch": 2, "pick": 3})["mutates"]
+    assert mutates == {"propose": {"rng": 1}, "touch": {"graph": 0}}
