@@ -219,10 +219,13 @@ def update_in_place(target: Any, new: Any) -> Any:
 
     Returns the object the caller should keep: `target` itself where it could be updated, else `new`
     (an immutable value cannot change in place). Used to write a call's mutations back into the
-    caller's own arguments, so that a test reads as if the call were local.
+    caller's own arguments, so that a test reads as if the call were local. A frozen dataclass is
+    immutable too: never written into (a container that holds one may take another in its place).
     """
     if type(target) is not type(new):
         return new
+    if _frozen(target):
+        return target if target == new else new
     if isinstance(target, list):
         if len(target) == len(new):
             for i, (old_item, new_item) in enumerate(zip(target, new, strict=True)):
@@ -257,6 +260,11 @@ def update_in_place(target: Any, new: Any) -> Any:
             state[key] = update_in_place(state[key], value) if key in state else value
         return target
     return new if target != new else target
+
+
+def _frozen(value: Any) -> bool:
+    params = getattr(type(value), "__dataclass_params__", None)
+    return bool(getattr(params, "frozen", False))
 
 
 def _items(data: dict, tag: str) -> list:

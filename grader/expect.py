@@ -5,7 +5,10 @@
 
 `expect_close` compares numbers with a tolerance, walking lists, tuples and dicts alike (a list and a
 tuple with the same items are alike: the lab's docstrings do not promise one or the other), and
-treats nan as equal to nan and an infinity as equal to itself.
+takes an infinity as equal to itself. A nan matches nothing, not even a nan: two of the student's own
+answers that are both nan agree on nothing (a submission could otherwise pass a consistency check by
+answering nan everywhere). Only where the expected value comes from the reference or is a literal, and
+is itself nan, may a test say ``nan_ok=True``.
 """
 
 from __future__ import annotations
@@ -31,10 +34,16 @@ def expect_equal(got: Any, want: Any, what: str) -> None:
         raise AssertionError(_message(what, want, got))
 
 
-def expect_close(got: Any, want: Any, what: str, rel: float = 1e-9, abs: float = 1e-12) -> None:
-    """Fail unless got matches want, numbers within `rel`/`abs` (as math.isclose), structure exactly."""
+def expect_close(
+    got: Any, want: Any, what: str, rel: float = 1e-9, abs: float = 1e-12, nan_ok: bool = False
+) -> None:
+    """Fail unless got matches want, numbers within `rel`/`abs` (as math.isclose), structure exactly.
+
+    A nan in `got` never matches, unless `nan_ok` and the expected number is a nan too: pass `nan_ok`
+    only when `want` is the reference's answer (or a literal), never when it is another student answer.
+    """
     __tracebackhide__ = True
-    problem = _difference(got, want, rel, abs, "")
+    problem = _difference(got, want, rel, abs, "", nan_ok)
     if problem is not None:
         raise AssertionError(
             _message(what, want, got) + (f"\n  first difference: {problem}" if problem else "")
@@ -48,14 +57,15 @@ def expect_true(condition: bool, what: str, detail: str = "") -> None:
         raise AssertionError(what + (f"\n  {detail}" if detail else ""))
 
 
-def _difference(got: Any, want: Any, rel: float, abs_: float, path: str) -> str | None:
+def _difference(got: Any, want: Any, rel: float, abs_: float, path: str, nan_ok: bool) -> str | None:
     if isinstance(want, bool) or want is None or isinstance(want, str):
         return None if type(got) is type(want) and got == want else (path or "")
     if isinstance(want, int | float):
         if isinstance(got, bool) or not isinstance(got, int | float):
             return path or ""
-        if math.isnan(want):
-            return None if math.isnan(got) else (path or "")
+        got_nan, want_nan = _is_nan(got), _is_nan(want)
+        if got_nan or want_nan:
+            return None if nan_ok and got_nan and want_nan else (path or "")
         if math.isinf(want) or math.isinf(got):
             return None if got == want else (path or "")
         return None if math.isclose(got, want, rel_tol=rel, abs_tol=abs_) else (path or "")
@@ -63,17 +73,21 @@ def _difference(got: Any, want: Any, rel: float, abs_: float, path: str) -> str 
         if not isinstance(got, list | tuple) or len(got) != len(want):
             return path or ""
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            if (found := _difference(g, w, rel, abs_, f"{path}[{i}]")) is not None:
+            if (found := _difference(g, w, rel, abs_, f"{path}[{i}]", nan_ok)) is not None:
                 return found
         return None
     if isinstance(want, dict):
         if not isinstance(got, dict) or set(got) != set(want):
             return path or ""
         for key in want:
-            if (found := _difference(got[key], want[key], rel, abs_, f"{path}[{key!r}]")) is not None:
+            if (found := _difference(got[key], want[key], rel, abs_, f"{path}[{key!r}]", nan_ok)) is not None:
                 return found
         return None
     return None if got == want else (path or "")
+
+
+def _is_nan(x: int | float) -> bool:
+    return isinstance(x, float) and math.isnan(x)
 
 
 def _same(got: Any, want: Any) -> bool:

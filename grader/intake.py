@@ -13,6 +13,7 @@ import io
 import os
 import re
 import tokenize
+import unicodedata
 import warnings
 import zipfile
 import zlib
@@ -67,6 +68,38 @@ class Submission:
     syntax_error: str | None  # the original's first syntax error, "line 12: invalid syntax (`code`)", or None
 
 
+MAX_SHOWN_CHARS = 120
+_MARKDOWN = frozenset("\\`*[]<>|~&")  # what makes markdown mid-line: escaped wherever it appears
+_UNSHOWN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))  # controls, bidi and zero-width, separators
+
+
+def shown(text: str, limit: int = MAX_SHOWN_CHARS, markdown: bool = True) -> str:
+    """Text a submission chose (a file or member name, a declared encoding, an exception's message), as
+    it may appear in a message the student sees: control characters (ANSI escapes, and line breaks
+    unless `markdown` is off, where lines and tabs are kept), format characters (right-to-left
+    overrides and other bidi controls, zero-width characters) and line separators removed; for
+    markdown, its punctuation escaped with a backslash (no fake "**Score: 100 / 100**", no link, no
+    HTML, no table cell), and `_` too unless it sits inside a word (where it cannot emphasize); at most
+    `limit` characters. Every submission-chosen text of a message goes through here."""
+    kept = "".join(
+        c for c in str(text) if unicodedata.category(c) not in _UNSHOWN or (not markdown and c in "\n\t")
+    )
+    if len(kept) > limit:
+        kept = kept[: limit - 3] + "..."
+    if not markdown:
+        return kept
+    out = []
+    for i, c in enumerate(kept):
+        inside_word = 0 < i < len(kept) - 1 and kept[i - 1].isalnum() and kept[i + 1].isalnum()
+        out.append("\\" + c if c in _MARKDOWN or (c == "_" and not inside_word) else c)
+    return "".join(out)
+
+
+def _q(name: str) -> str:
+    """A submission-chosen name, quoted for a message."""
+    return f"'{shown(name)}'"
+
+
 class IntakeError(KitError):
     """A submission that cannot be graded at all; its str is one sentence for the student: what is wrong
     and what to do."""
@@ -78,11 +111,11 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     path = Path(path)
     wanted = f"{module_name}.py"
     if not path.exists():
-        raise IntakeError(f"{path} does not exist: submit {wanted}")
+        raise IntakeError(f"{shown(str(path))} does not exist: submit {wanted}")
     with _members(path, wanted) as (members, where):
         found_as = _choose(list(members), module_name, where)
         data = members[found_as]()
-    notes = [] if _base(found_as) == wanted else [f"Graded '{found_as}' as {wanted}."]
+    notes = [] if _base(found_as) == wanted else [f"Graded {_q(found_as)} as {wanted}."]
     text, decoding_notes = _decode(data, found_as, wanted)
     notes += decoding_notes
     original = _compile_problem(text, found_as)
@@ -102,10 +135,10 @@ def _members(path: Path, wanted: str) -> Iterator[tuple[dict[str, Reader], str]]
     if path.is_dir():
         yield _folder_members(path, wanted), "the submission"
     elif not path.is_file():
-        raise IntakeError(f"{path} is neither a file nor a folder: submit {wanted}")
+        raise IntakeError(f"{shown(str(path))} is neither a file nor a folder: submit {wanted}")
     elif _is_zip(path, wanted):
         with _open_zip(path, wanted) as archive:
-            yield _zip_members(archive, path.name, wanted), path.name
+            yield _zip_members(archive, shown(path.name), wanted), shown(path.name)
     else:
         # A file given directly is taken whatever its name: the hidden-file rule is for what lies inside.
         yield {path.name: partial(_read_file, path, path.name, wanted)}, "the submission"
@@ -130,7 +163,9 @@ def _is_zip(path: Path, wanted: str) -> bool:
         with path.open("rb") as stream:
             return stream.read(4) in _ZIP_MAGIC
     except OSError as error:
-        raise IntakeError(f"could not read {path.name} ({error.strerror}): submit {wanted} again") from error
+        raise IntakeError(
+            f"could not read {shown(path.name)} ({error.strerror}): submit {wanted} again"
+        ) from error
 
 
 @contextlib.contextmanager
@@ -138,7 +173,9 @@ def _open_zip(path: Path, wanted: str) -> Iterator[zipfile.ZipFile]:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-        raise IntakeError(f"{path.name} is not a readable zip file: submit {wanted} on its own") from error
+        raise IntakeError(
+            f"{shown(path.name)} is not a readable zip file: submit {wanted} on its own"
+        ) from error
     with archive:
         yield archive
 
@@ -152,7 +189,9 @@ def _zip_members(archive: zipfile.ZipFile, label: str, wanted: str) -> dict[str,
     files = [info for info in infos if not info.is_dir()]
     for info in files:
         if info.file_size > MAX_MEMBER_BYTES:
-            raise IntakeError(f"'{info.filename}' in {label} is larger than 5 MB: submit {wanted} on its own")
+            raise IntakeError(
+                f"{_q(info.filename)} in {label} is larger than 5 MB: submit {wanted} on its own"
+            )
     if sum(info.file_size for info in files) > MAX_TOTAL_BYTES:
         raise IntakeError(f"{label} unpacks to more than 50 MB: submit {wanted} on its own")
     members: dict[str, Reader] = {}
@@ -175,7 +214,7 @@ def _skipped(name: str) -> bool:
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, wanted: str) -> bytes:
-    what = f"'{info.filename}' in {label}"
+    what = f"{_q(info.filename)} in {label}"
     if info.flag_bits & 0x1:
         raise IntakeError(f"{what} is password-protected: submit {wanted} without a password")
     try:
@@ -188,9 +227,9 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, wa
 def _read_file(path: Path, name: str, wanted: str) -> bytes:
     try:
         with path.open("rb") as stream:
-            return _read_capped(stream, f"'{name}'", wanted)
+            return _read_capped(stream, _q(name), wanted)
     except OSError as error:
-        raise IntakeError(f"could not read '{name}' ({error.strerror}): submit {wanted} again") from error
+        raise IntakeError(f"could not read {_q(name)} ({error.strerror}): submit {wanted} again") from error
 
 
 def _read_capped(stream: BinaryIO, what: str, wanted: str) -> bytes:
@@ -264,7 +303,7 @@ def _depth_then_name(name: str) -> tuple[int, str]:
 
 
 def _listed(names: list[str]) -> str:
-    return _and([f"'{name}'" for name in names])
+    return _and([_q(name) for name in names])
 
 
 # --- decoding --------------------------------------------------------------------------------------------
@@ -273,7 +312,7 @@ def _listed(names: list[str]) -> str:
 def _decode(data: bytes, found_as: str, wanted: str) -> tuple[str, list[str]]:
     """The module's text (LF line endings, no BOM) and notes on what decoding had to repair."""
     encoding, body, notes = _encoding(data, found_as)
-    not_text = IntakeError(f"'{found_as}' is not a text file: submit {wanted} as Python source")
+    not_text = IntakeError(f"{_q(found_as)} is not a text file: submit {wanted} as Python source")
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as error:
@@ -282,14 +321,14 @@ def _decode(data: bytes, found_as: str, wanted: str) -> tuple[str, list[str]]:
             raise not_text from error
         line = _lf(body[: error.start].decode(encoding, "replace")).count("\n") + 1
         notes.append(
-            f"Line {line} of '{found_as}' has bytes that are not valid {_display(encoding)} "
+            f"Line {line} of {_q(found_as)} has bytes that are not valid {_display(encoding)} "
             f"(they were replaced by \ufffd): save the file as UTF-8."
         )
     if "\x00" in text:
         raise not_text
     text = _lf(text.removeprefix("\ufeff"))
     if not text.strip():
-        raise IntakeError(f"'{found_as}' is empty: submit {wanted} with your code in it")
+        raise IntakeError(f"{_q(found_as)} is empty: submit {wanted} with your code in it")
     return _declared_utf8(text), notes
 
 
@@ -310,9 +349,8 @@ def _encoding(data: bytes, found_as: str) -> tuple[str, bytes, list[str]]:
         names = [match.group(2) for _, match in _cookies([line.decode("latin-1") for line in head])]
         if not names:
             return "utf-8", data, []
-        note = (
-            f"'{found_as}' declares an encoding Python does not know ('{names[0]}'), so it was read as UTF-8."
-        )
+        file, unknown = _q(found_as), _q(names[0])
+        note = f"{file} declares an encoding Python does not know ({unknown}), so it was read as UTF-8."
         return "utf-8", data, [note]
     return encoding, data, []
 
@@ -564,12 +602,12 @@ def _salvage_notes(
     if broken:
         items = _and([f"{name} ({where})" for name, where in broken.items()])
         why = "it has a syntax error" if len(broken) == 1 else "they have syntax errors"
-        notes.append(f"Could not grade {items}: {why}; the rest of '{filename}' was graded.")
+        notes.append(f"Could not grade {items}: {why}; the rest of {_q(filename)} was graded.")
     # What `broken` does not tell: dropped statements, and definitions that a later one replaces anyway.
     others = [(b, p) for b, p in dropped if broken.get(_defined_name(lines, b) or "") != str(p)]
     if others:
         spans = _and([_span(lines, block, problem) for block, problem in _coalesced(others)])
-        notes.append(f"Left out {spans} of '{filename}' because of a syntax error.")
+        notes.append(f"Left out {spans} of {_q(filename)} because of a syntax error.")
     return notes
 
 

@@ -2,6 +2,10 @@
 the property it states, and the SHA-256 of every suite file. `grader build` writes it by collecting the
 suites (no submission code runs); grading checks the files against it before a run and counts every
 test of it that the run did not report as failed, so no test can go missing silently.
+
+It also holds the kit's other derived facts: the call contract of the reference (grader.contract), which
+other exercises each exercise function may have answered by the reference, and which of its
+parameters it mutates.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from grader.contract import derive_contract
 from grader.errors import KitError
-from grader.layout import SUITES
+from grader.layout import MANIFEST, REFERENCE, SUITES
+from grader.manifest import load_manifest
+from grader.reference import read_reference
 from grader.suites import TestRecord
 
 INVENTORY = Path("tests/inventory.json")
@@ -49,8 +56,25 @@ def collect_inventory(root: Path) -> str:
             tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-5:])
             raise InventoryError(f"collecting the suites failed: {tail}")
         tests = json.loads(out.read_text())
-    document = {"files": suite_files(root), "tests": tests}
+    document = {"files": suite_files(root), "tests": tests, "contract": reference_contract(root)}
     return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def reference_contract(root: Path) -> dict:
+    """The call contract of the kit's reference at `root` (see grader.contract)."""
+    reference = read_reference(root / REFERENCE, REFERENCE.as_posix())
+    manifest = load_manifest(root / MANIFEST, reference, MANIFEST.as_posix())
+    exercise_of = {name: exercise.id for exercise in manifest.exercises for name in exercise.functions}
+    return derive_contract(reference.source, exercise_of)
+
+
+def stored_contract(root: Path) -> dict | None:
+    """The contract `grader build` stored in the inventory at `root`; None when there is none."""
+    try:
+        contract = json.loads((root / INVENTORY).read_text(encoding="utf-8")).get("contract")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return contract if isinstance(contract, dict) else None
 
 
 def load_inventory(root: Path) -> dict:

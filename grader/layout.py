@@ -24,9 +24,9 @@ HANDOUT_RUNNER = (
     "pytest_plugin", "sandbox", "student", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
-    "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
-    "isolation", "landlock", "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference",
-    "results", "sandbox", "scoring", "student", "suites", "worker",
+    "__init__", "__main__", "audit", "cli", "codec", "contract", "errors", "expect", "grading", "intake",
+    "inventory", "isolation", "landlock", "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin",
+    "reference", "results", "sandbox", "scoring", "student", "suites", "worker",
 )  # fmt: skip
 
 

@@ -36,7 +36,6 @@ OTTER_VERSION = "7.0.0"  # as pinned in pyproject.toml's `otter` extra
 PYTHON_VERSION = "3.13"  # Otter's grading environment
 AUTOGRADER_ZIP = "autograder.zip"
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
-# The grading path (grader grade, the suites' plugin, the Otter plugin); not build, validate or batch.
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
 RUN_OTTER_PRELUDE = """\

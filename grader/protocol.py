@@ -1,8 +1,10 @@
 """The call protocol: how one function call crosses between the grader and a worker, either way.
 
 A call is a request ``{"op": "call" | "reference" | "callback", ..., "args": [...], "kwargs": {...}}``
-with codec-encoded values. The side that runs it answers ``{"op": "return", "value": ..., "mutated":
-{...}}`` (the new state of every argument the call changed, keyed by position or keyword) or ``{"op":
+with codec-encoded values, and optionally ``"mutable": [keys]``: the arguments (by position or keyword)
+whose changes the caller takes back, the lab's contract mutations (grader.contract); without it, every
+argument. The side that runs it answers ``{"op": "return", "value": ..., "mutated": {...}}`` (the new
+state of every such argument the call changed, keyed by position or keyword) or ``{"op":
 "raise", "type": ..., "message": ..., "where": ...}``. While a call is open, the side running it may
 send requests of its own (a worker asks the grader for the reference's answer, or calls back a callable
 the test passed); the caller serves them before it reads the answer. Both sides use these two halves,
@@ -14,7 +16,7 @@ from __future__ import annotations
 import builtins
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from grader.codec import Codec, update_in_place
@@ -46,25 +48,58 @@ class Link(Protocol):
     def send(self, message: dict) -> dict: ...
 
 
-def place_call(codec: Codec, link: Link, request: dict, args: tuple, kwargs: dict) -> Any:
-    """Encode a call, send it, write the callee's mutations back into `args`/`kwargs`, return its value."""
+def place_call(
+    codec: Codec,
+    link: Link,
+    request: dict,
+    args: tuple,
+    kwargs: dict,
+    writable: Collection[str] | None = None,
+) -> Any:
+    """Encode a call, send it, write the callee's mutations back into `args`/`kwargs`, return its value.
+
+    With `writable`, only the arguments under those keys (position or keyword) take the callee's changes
+    (the lab's contract mutations; never a frozen dataclass): whatever else the callee did to its copies
+    stays there, so the caller's objects are as they were before the call.
+    """
     __tracebackhide__ = True
     message = dict(
         request, args=[codec.encode(a) for a in args], kwargs={k: codec.encode(v) for k, v in kwargs.items()}
     )
+    if writable is not None:
+        message["mutable"] = sorted(writable)
     answer = link.send(message)
     if answer.get("op") == "raise":
         raise rebuild_exception(codec.module, answer)
     if answer.get("op") != "return":
         raise SubmissionError(f"the worker sent a message that is not an answer: {str(answer)[:200]}")
-    for key, state in answer.get("mutated", {}).items():
-        target = args[int(key)] if key.isdigit() else kwargs[key]
+    mutated = answer.get("mutated")
+    for key, state in (mutated if type(mutated) is dict else {}).items():
+        if writable is not None and key not in writable:
+            continue  # not a mutation of the lab's contract: dropped
+        if key.isdigit() and int(key) < len(args):
+            target = args[int(key)]
+        elif key in kwargs:
+            target = kwargs[key]
+        else:
+            continue
         update_in_place(target, codec.decode(state))
     return codec.decode(answer.get("value"))
 
 
-def perform(codec: Codec, fn: Callable, message: dict, where_file: str | None = None) -> dict:
-    """Run `fn` on the decoded arguments of `message` and build the answer (value, mutations or error)."""
+def perform(
+    codec: Codec,
+    fn: Callable,
+    message: dict,
+    where_file: str | None = None,
+    writable: Collection[str] | None = None,
+) -> dict:
+    """Run `fn` on the decoded arguments of `message` and build the answer (value, mutations or error).
+
+    Only the arguments under the keys `writable` (else the request's "mutable", else all) are reported
+    when changed: other changes stay here."""
+    if writable is None and isinstance(message.get("mutable"), list):
+        writable = {str(key) for key in message["mutable"]}
     try:
         args = [codec.decode(a) for a in message.get("args", [])]
         kwargs = {k: codec.decode(v) for k, v in message.get("kwargs", {}).items()}
@@ -77,10 +112,10 @@ def perform(codec: Codec, fn: Callable, message: dict, where_file: str | None = 
     try:
         mutated = {}
         for i, (sent, arg) in enumerate(zip(message.get("args", []), args, strict=True)):
-            if (now := codec.encode(arg)) != sent:
+            if (writable is None or str(i) in writable) and (now := codec.encode(arg)) != sent:
                 mutated[str(i)] = now
         for key, arg in kwargs.items():
-            if (now := codec.encode(arg)) != message["kwargs"][key]:
+            if (writable is None or key in writable) and (now := codec.encode(arg)) != message["kwargs"][key]:
                 mutated[key] = now
         return {"op": "return", "value": codec.encode(value), "mutated": mutated}
     except BaseException as exc:  # noqa: BLE001 - an unencodable result is the call's error

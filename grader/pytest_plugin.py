@@ -108,6 +108,7 @@ class Lab:
             load_module(Path(reference), "optlab_reference") if reference else None
         )
         self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None)
+        self.contract = _contract(root, Path(reference) if reference else None, self.exercise_of)
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
         self.intake = _intake(self.submission)
@@ -123,10 +124,19 @@ class Lab:
         if self.config.getoption("worker") == "inprocess":
             path = Path(tempfile.mkdtemp(prefix="optlab-inprocess-")) / MODULE_FILE
             path.write_text(self.intake.source, encoding="utf-8")
-            student = in_process_student(path, lab, self.reference, self.exercise_of, self.timed_out, broken)
+            student = in_process_student(
+                path, lab, self.reference, self.exercise_of, self.timed_out, broken, self.contract
+            )
             return student, lambda: None
         student, sandbox = sandboxed_student(
-            self.intake.source, lab, self.reference, self.exercise_of, self.timed_out, self.limits, broken
+            self.intake.source,
+            lab,
+            self.reference,
+            self.exercise_of,
+            self.timed_out,
+            self.limits,
+            broken,
+            self.contract,
         )
         return student, lambda: self._close(student, sandbox)
 
@@ -166,6 +176,19 @@ def _exercise_of(manifest_path: Path, reference_path: Path | None) -> dict[str, 
 
     manifest = load_manifest(manifest_path, read_reference(reference_path, str(reference_path)))
     return {name: exercise.id for exercise in manifest.exercises for name in exercise.functions}
+
+
+def _contract(root: Path, reference_path: Path | None, exercise_of: dict[str, int]) -> dict | None:
+    """The reference's call contract: as `grader build` stored it for the kit's own reference, else
+    derived from the reference given; None without a reference (a student's own run)."""
+    if reference_path is None:
+        return None
+    from grader.contract import derive_contract
+    from grader.inventory import stored_contract
+
+    if reference_path.resolve() == (root / REFERENCE).resolve() and (stored := stored_contract(root)):
+        return stored
+    return derive_contract(reference_path.read_text(encoding="utf-8"), exercise_of)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from grader.intake import shown
 from grader.scoring import SuiteScore, total
 from grader.suites import TestRecord
 
@@ -132,8 +133,8 @@ def failure_text(record: TestRecord) -> str:
     lines = record.message.splitlines()
     if any(line.startswith("E ") for line in lines):
         lines = [line[1:].strip() for line in lines if line.startswith("E ")]
-    shown = "\n".join(lines).strip()
-    return shown if len(shown) <= MAX_MESSAGE_CHARS else shown[: MAX_MESSAGE_CHARS - 3] + "..."
+    # what the submission's exceptions said: no control or bidi character (plain text, not markdown)
+    return shown("\n".join(lines).strip(), MAX_MESSAGE_CHARS, markdown=False)
 
 
 def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, possible: float) -> str:

@@ -1,7 +1,10 @@
 """The `student` object: the tests' handle on a submission. ``student.softmax([1.0, 2.0])`` calls the
 submission's function through the codec and a worker, and reads as if the call were local: the value
-comes back as the lab's own types (the reference's classes when grading), and arguments the call
-mutated (a policy, a gradient table, a Meter, a `random.Random`) are updated in the caller's objects.
+comes back as the lab's own types (the reference's classes when grading), and the arguments the call
+mutated that the lab's contract lets it mutate (a policy, a gradient table, a Meter, a `random.Random`:
+grader.contract, derived from the reference) are updated in the caller's objects; any other change the
+submission made to its copies is dropped. In a student's own run (no reference) every mutation comes
+back, as in a local call.
 
 After a call times out, the other functions of the same exercise fail at once ("timed out earlier")
 for the rest of the run, so one endless loop costs one timeout per exercise, not one per test.
@@ -32,7 +35,9 @@ from grader.worker import Worker
 
 class Student:
     """Calls into one submission. `decodes_into` is the module whose classes values are decoded into;
-    `reference`, when given, answers the worker's requests for other exercises' functions."""
+    `reference`, when given, answers the worker's requests for other exercises' functions along its own
+    call graph, and `contract` (grader.contract; derived from `reference` when not given) says which
+    those are and which arguments take a call's mutations."""
 
     def __init__(
         self,
@@ -40,6 +45,7 @@ class Student:
         reference: types.ModuleType | None = None,
         exercise_of: dict[str, int] | None = None,
         timed_out: set[int] | None = None,
+        contract: dict | None = None,
     ):
         self.link: Link | None = None
         self.decodes_into = lab
@@ -49,6 +55,11 @@ class Student:
         self._exercise_of = exercise_of or {}
         self._timed_out = timed_out if timed_out is not None else set()
         self._open_call: str | None = None  # the function whose call is under way
+        if contract is None and reference is not None:
+            from grader.contract import module_contract  # grading only: not in the student handout
+
+            contract = module_contract(reference, self._exercise_of)
+        self._contract = contract
 
     def __repr__(self) -> str:
         return "<the submission>"
@@ -79,8 +90,9 @@ class Student:
         if exercise in self._timed_out:
             raise CallTimedOut(f"not called: exercise {exercise} timed out earlier in this run")
         self._open_call = name
+        request = {"op": "call", "function": name, "reference": self._answered(name)}
         try:
-            return place_call(self._codec, self.link, {"op": "call", "function": name}, args, kwargs)
+            return place_call(self._codec, self.link, request, args, kwargs, self._writable(name))
         except CallTimedOut as timeout:
             if exercise is not None and timeout.scope != "run":  # the run's time is no exercise's own
                 self._timed_out.add(exercise)
@@ -94,9 +106,13 @@ class Student:
         op = message.get("op")
         name = str(message.get("function"))
         if op == "reference" and self._reference is not None and self._may_answer(name):
+            writable = self._writable(name)
             if self.reference_link is not None:  # the values cross to the reference as they were sent
-                return self.reference_link.send(dict(message, op="call"))
-            return perform(self._codec, getattr(self._reference, name), message)
+                request = dict(message, op="call")
+                if writable is not None:
+                    request["mutable"] = writable
+                return self.reference_link.send(request)
+            return perform(self._codec, getattr(self._reference, name), message, None, writable)
         if op == "callback":
             fn = self._codec.callbacks.get(message.get("handle"))
             if fn is not None:
@@ -104,14 +120,29 @@ class Student:
         return raise_answer(LookupError(f"the grader cannot serve {op!r} {message.get('function', '')}"))
 
     def _may_answer(self, name: str) -> bool:
-        """The reference answers only for another exercise than the open call's: never the one graded."""
+        """The reference answers only along its own call graph: a function of another exercise that the
+        open call's reference body calls (never the one graded, never an oracle it does not use)."""
         exercise = self._exercise_of.get(name)
         return (
             self._open_call is not None
             and exercise is not None
             and exercise != self._exercise_of.get(self._open_call)
+            and name in self._answered(self._open_call)
             and callable(getattr(self._reference, name, None))
         )
+
+    def _answered(self, name: str) -> list[str]:
+        """The functions the reference answers for while `name` runs (none in a student's own run)."""
+        if self._reference is None or self._contract is None:
+            return []
+        return list(self._contract.get("answers", {}).get(name, []))
+
+    def _writable(self, name: str) -> list[str] | None:
+        """The keys of the arguments whose changes a call of `name` writes back; None: all of them."""
+        if self._contract is None:
+            return None
+        mutates = self._contract.get("mutates", {}).get(name, {})
+        return sorted(set(mutates) | {str(p) for p in mutates.values() if p is not None})
 
 
 class _JSONLink:
@@ -131,6 +162,7 @@ def in_process_student(
     exercise_of: dict[str, int],
     timed_out: set[int] | None = None,
     broken: dict[str, str] | None = None,
+    contract: dict | None = None,
 ) -> Student:
     """A Student whose worker runs in this process: for debugging a submission (pdb works), and for
     the kit's own tests of the protocol. No time limits. With no `lab`, values are decoded into the
@@ -139,7 +171,9 @@ def in_process_student(
     worker = Worker(
         submission, exercise_of, _JSONLink(lambda m: holder[0].serve(m)), isolate=reference is not None
     )
-    student = Student(lab or worker.module or types.ModuleType("empty"), reference, exercise_of, timed_out)
+    student = Student(
+        lab or worker.module or types.ModuleType("empty"), reference, exercise_of, timed_out, contract
+    )
     student.link = _JSONLink(worker.handle)
     holder.append(student)
     return student
@@ -153,11 +187,12 @@ def sandboxed_student(
     timed_out: set[int] | None = None,
     limits: Limits | None = None,
     broken: dict[str, str] | None = None,
+    contract: dict | None = None,
 ) -> tuple[Student, Sandbox]:
     """A Student whose worker is a sandboxed process (grader.sandbox), and its sandbox; `Student.close`
     closes both. The reference's answers to the worker's requests come from a second sandbox, started at
     the first request: arguments the submission chose never run in the grader's own process."""
-    student = Student(lab, reference, exercise_of, timed_out)
+    student = Student(lab, reference, exercise_of, timed_out, contract)
     sandbox = Sandbox(module_source, exercise_of, reference is not None, student.serve, limits, broken)
     student.link = sandbox
     student.reference_link = _ReferenceSandbox(reference, limits) if reference is not None else None

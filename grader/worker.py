@@ -1,9 +1,12 @@
 """The worker: the only place where submitted code runs. It loads the submission and serves calls into it.
 
 For each call it decodes the arguments into the submission's own classes, and, while the call runs,
-points every exercise function outside the called one's exercise at the reference (a request back to
-the grader), so that one bug costs points once. Today the worker lives in the test process behind the
-same JSON messages a sandboxed process will use; only the transport changes when it moves out.
+points the exercise functions that the called one's reference body calls (the request's "reference"
+list, from the reference's call graph; never one of the called function's own exercise) at the
+reference (a request back to the grader), so that one bug costs points once. It reports back only the
+changes to the arguments the request names as "mutable"; other changes stay in the worker. Today the
+worker lives in the test process behind the same JSON messages a sandboxed process will use; only the
+transport changes when it moves out.
 """
 
 from __future__ import annotations
@@ -83,16 +86,18 @@ class Worker:
                 return failure_answer(f"{name}() could not be graded: it has a syntax error ({why})")
             return failure_answer(f"the submission does not define {name}()")
         try:
-            with self._isolated(self._others(name)):
+            with self._isolated(self._others(name, message.get("reference"))):
                 return perform(self.codec, fn, message, str(self.path))
         finally:
             self.codec.forget_callables()
 
-    def _others(self, name: str) -> Iterable[str]:
-        if not self.isolate:
+    def _others(self, name: str, wanted: object) -> Iterable[str]:
+        """The functions the reference answers for during this call: those the grader named, if they
+        are exercise functions of another exercise than the called one's."""
+        if not self.isolate or not isinstance(wanted, list):
             return ()
         mine = self.exercise_of.get(name)
-        return [f for f, ex in self.exercise_of.items() if ex != mine]
+        return [f for f in wanted if isinstance(f, str) and self.exercise_of.get(f, mine) != mine]
 
     def _isolated(self, names: Iterable[str]) -> _Patched:
         return _Patched(vars(self.module), {n: self._reference_proxy(n) for n in names})

@@ -191,6 +191,10 @@ APPENDED = {
         HONEST,
     ),
     "huge answer": ("def softmax(xs):\n    return [0.5] * (20 << 20)\n", HONEST),
+    "rewrites its argument": (  # the uniform answer, and logits made equal so that it looks right
+        "def softmax(xs):\n    n = len(xs)\n    xs[:] = [0.0] * n\n    return [1.0 / n] * n\n",
+        WRONG,
+    ),
 }
 
 
