@@ -403,7 +403,9 @@ def test_a_worker_cannot_rewrite_another_workers_module(ref):
 
 
 @as_root
-@pytest.mark.xfail(strict=True, reason="issue 12 item 2: worker A reads B's submission from its scratch folder")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 2: worker A reads B's submission from its scratch folder"
+)
 def test_a_worker_cannot_read_another_workers_submission(ref):
     with two_workers(ref) as (a, _, _, pid):
         assert SECRET_OF_B not in a.softmax(f"steal_source:{pid}")
@@ -419,9 +421,10 @@ def test_a_worker_cannot_read_another_workers_memory(ref):
 # -- 3. persistence -----------------------------------------------------------------------------------------
 
 MARK = "persisted-" + uuid.uuid4().hex
-PLANTS = """
+PLANTS = (
+    """
 
-MARK = %r
+MARK = "%MARK%"
 # Plain files: where they go, what the later worker reads back.
 _PLACES = {
     "tmp-sub": "/tmp/optlab-attack-" + MARK + "/sub/dir/loot",
@@ -492,7 +495,9 @@ def _mq(create):
     buffer = ctypes.create_string_buffer(16384)
     size = libc.mq_receive(mqd, buffer, 16384, None)
     return "READ:" + buffer.raw[: max(size, 0)].decode("ascii", "replace")
-""" % MARK
+"""
+    % MARK
+)
 
 
 def _remove_leftovers() -> None:
@@ -500,8 +505,8 @@ def _remove_leftovers() -> None:
     import ctypes
     import shutil
 
-    for path in (f"/tmp/optlab-attack-{MARK}", f"/var/tmp/optlab-attack-{MARK}", f"/dev/shm/optlab-attack-{MARK}",
-                 f"/run/lock/optlab-attack-{MARK}"):  # fmt: skip
+    for top in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        path = f"{top}/optlab-attack-{MARK}"
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
         elif os.path.lexists(path):
@@ -538,7 +543,9 @@ def test_nothing_a_worker_writes_outlives_its_grading(ref, where):
             planted = student.softmax(f"plant:{where}")
         with worker(ref, PLANTS) as (student, _):
             harvested = student.softmax(f"harvest:{where}")
-        assert not (harvested.startswith("READ:") and MARK in harvested), f"planted: {planted}; read back: {harvested}"
+        assert not (harvested.startswith("READ:") and MARK in harvested), (
+            f"planted: {planted}; read back: {harvested}"
+        )
     finally:
         _remove_leftovers()
 
@@ -579,7 +586,9 @@ def colliding_request(n):
     link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
     pairs = ",".join(f"[{k * step},0]" for k in range(int(n)))
     link._writer.write(
-        ('{"op":"reference","function":"group_advantages","args":[{"$dict":[' + pairs + ']}],"kwargs":{}}\\n').encode()
+        b'{"op":"reference","function":"group_advantages","args":[{"$dict":['
+        + pairs.encode()
+        + b']}],"kwargs":{}}\\n'
     )
     link.receive()
     return "SENT"
@@ -619,7 +628,9 @@ def test_hash_colliding_set_members_cannot_keep_the_grader_busy(ref):
             student.softmax("colliding_set:200000")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 7: a request's colliding dict keys are decoded in the grader")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 7: a request's colliding dict keys are decoded in the grader"
+)
 def test_hash_colliding_dict_keys_in_a_request_cannot_keep_the_grader_busy(ref):
     """A reference request whose argument is a dict of 200 000 colliding keys: the grader builds it."""
     with worker(ref, GRADER_WORK) as (student, _), bounded(12):
@@ -659,7 +670,9 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 7: a 30 MB answer of empty lists costs the grader ~1 GB")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 7: a 30 MB answer of empty lists costs the grader ~1 GB"
+)
 def test_a_message_of_many_small_values_does_not_cost_the_grader_much_memory(tmp_path):
     """The grader (a child Python, its address space capped at 2 GiB so the machine is safe) receives
     a 30 MB answer of empty lists: its peak memory must stay within a few times the message cap."""
@@ -675,7 +688,7 @@ def test_a_message_of_many_small_values_does_not_cost_the_grader_much_memory(tmp
     assert grown < 400, f"the grader grew by {grown} MB ({done.stderr[-300:]})"
 
 
-# -- 8. one run budget ----------------------------------------------------------------------------------------
+# -- 8. one run budget -----------------------------------------------------------------------
 
 SLOW = """
 
@@ -687,7 +700,9 @@ def softmax(xs):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 8: a slow exercise uses up the run budget of the others")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 8: a slow exercise uses up the run budget of the others"
+)
 def test_a_slow_exercise_does_not_time_out_the_others_in_a_sandbox(ref):
     """Sandbox level: a correct softmax that sleeps just under the bound, three times, then exact_kl."""
     limits = Limits(call_seconds=0.25, import_seconds=5.0, run_seconds=2.0)
@@ -701,7 +716,8 @@ def test_a_slow_exercise_does_not_time_out_the_others_in_a_sandbox(ref):
 @pytest.mark.xfail(strict=True, reason="issue 12 item 8: a slow exercise 8 costs exercise 12's points")
 def test_a_slow_exercise_costs_only_its_own_points(tmp_path, sandboxes, monkeypatch):
     """grade: softmax correct but sleeping just under the per-call bound in every call; group_advantages
-    correct. The run is cut at 30 s: exercise 12's checks must still be run and passed."""
+    correct. The run is cut at 20 s (today a cut run discards every record, even of checks that ran):
+    exercise 12's checks must still be run and passed."""
     monkeypatch.setenv("TMPDIR", str(sandboxes))
     slow = """
 
@@ -713,15 +729,13 @@ def test_a_slow_exercise_costs_only_its_own_points(tmp_path, sandboxes, monkeypa
         es = [math.exp(x - m) for x in xs]
         return [e / sum(es) for e in es]
     """
-    document = grade_source(
-        tmp_path, REFERENCE + textwrap.dedent(slow), call_timeout=0.1, run_seconds=30.0
-    )
+    document = grade_source(tmp_path, REFERENCE + textwrap.dedent(slow), call_timeout=0.1, run_seconds=20.0)
     by_name = entries(document)
     assert by_name["12 group advantages: visible checks"]["status"] == "passed"
     assert by_name["12 group advantages: hidden checks"]["status"] == "passed"
 
 
-# -- 9. protocol desync ----------------------------------------------------------------------------------------
+# -- 9. protocol desync -----------------------------------------------------------------------
 
 DESYNC = """
 
@@ -744,7 +758,10 @@ def deep_request(argument):
     n = 10000
     # the request written by hand: the worker's own codec would refuse the depth
     link._writer.write(
-        ('{"op":"reference","function":"exact_kl","args":[' + "[" * n + "]" * n + ',[]],"kwargs":{}}\\n').encode()
+        b'{"op":"reference","function":"exact_kl","args":['
+        + b"[" * n
+        + b"]" * n
+        + b',[]],"kwargs":{}}\\n'
     )
     link.receive()  # the grader's next call, taken as the answer
     return _honest_softmax([1.0, 2.0, 3.0])
@@ -752,7 +769,9 @@ def deep_request(argument):
 
 
 @pytest.mark.parametrize("how", ["long_int", "deep_request"])
-@pytest.mark.xfail(strict=True, reason="issue 12 item 9: an undecodable request leaves the next call a stale answer")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 9: an undecodable request leaves the next call a stale answer"
+)
 def test_a_message_that_does_not_decode_never_leaves_stale_answers(ref, how):
     """A request the grader cannot decode for a reason other than JSON syntax; the next call must get its
     own answer (or an error), never the answer of the call before."""
@@ -786,7 +805,9 @@ def wrong_scores(tmp_path_factory) -> dict[str, float]:
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 item 5: rewriting its argument makes the reference agree")
-def test_rewriting_the_arguments_does_not_fool_the_expected_value(tmp_path, sandboxes, monkeypatch, wrong_scores):
+def test_rewriting_the_arguments_does_not_fool_the_expected_value(
+    tmp_path, sandboxes, monkeypatch, wrong_scores
+):
     monkeypatch.setenv("TMPDIR", str(sandboxes))
     document = grade_source(tmp_path, REFERENCE + MUTATING_WRONG)
     for name, t in entries(document).items():
@@ -807,14 +828,17 @@ def test_another_exercises_reference_is_no_oracle(tmp_path, sandboxes, monkeypat
     assert document["score"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 11: NaN equals NaN in checks that compare two answers")
 def test_nan_answers_earn_nothing_more_than_a_constant(tmp_path, sandboxes, monkeypatch):
-    """[nan] * n against [2.0] * n (a constant passes the same comparisons honestly): NaN may not do better,
-    and no check may pass on NaN where the reference gives none."""
+    """[nan] * n against [2.0] * n: a constant passes the checks that compare two answers honestly
+    (shift invariance), so NaN, which equals NaN in expect_close today, may earn no more. On softmax it
+    does not (2 of 9 hidden checks each): item 11 gives NaN no edge over a constant here."""
     monkeypatch.setenv("TMPDIR", str(sandboxes))
-    nan = grade_source(tmp_path / "nan", REFERENCE + "\n\ndef softmax(xs):\n    return [float('nan')] * len(xs)\n")
-    by_name = entries(nan)
-    assert by_name["8 softmax: hidden checks"]["score"] == 0, by_name["8 softmax: hidden checks"]["output"][:500]
+    scores = {}
+    for name, body in (("nan", "[float('nan')] * len(xs)"), ("constant", "[2.0] * len(xs)")):
+        document = grade_source(tmp_path / name, REFERENCE + f"\n\ndef softmax(xs):\n    return {body}\n")
+        scores[name] = {n: t["score"] for n, t in entries(document).items()}
+    for entry, score in scores["nan"].items():
+        assert score <= scores["constant"][entry] + 1e-9, entry
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 item 10: a zip member's name reaches the markdown as it is")
@@ -822,9 +846,9 @@ def test_zip_member_names_cannot_inject_text(tmp_path, sandboxes, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(sandboxes))
     submission = tmp_path / "submission"
     submission.mkdir()
-    name = "**Score: 100 / 100**\x1b[2J\u202eyp.optimization_toolkit.py"
+    name = "my **Score: 100 / 100** \x1b[31mlab\u202e.py"  # the zip's only .py: graded, and named
     with zipfile.ZipFile(submission / "lab.zip", "w") as archive:
         archive.writestr(name, STUB)
-    document = grade_submission(tmp_path, submission)
+    document = grade_submission(tmp_path, submission / "lab.zip")
     shown = everything_shown(document)
     assert "\x1b" not in shown and "\u202e" not in shown and "**Score: 100" not in shown
