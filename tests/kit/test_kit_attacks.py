@@ -421,8 +421,7 @@ def test_a_worker_cannot_read_another_workers_memory(ref):
 # -- 3. persistence -----------------------------------------------------------------------------------------
 
 MARK = "persisted-" + uuid.uuid4().hex
-PLANTS = (
-    """
+PLANTS = """
 
 MARK = "%MARK%"
 # Plain files: where they go, what the later worker reads back.
@@ -495,9 +494,7 @@ def _mq(create):
     buffer = ctypes.create_string_buffer(16384)
     size = libc.mq_receive(mqd, buffer, 16384, None)
     return "READ:" + buffer.raw[: max(size, 0)].decode("ascii", "replace")
-"""
-    % MARK
-)
+""".replace("%MARK%", MARK)
 
 
 def _remove_leftovers() -> None:
