@@ -230,13 +230,29 @@ def _installed_manifest() -> Path:
     return Path(grader.__file__).parent / "exercises.toml"
 
 
+def _venv_manifest() -> Path | None:
+    """The manifest of the grader package the interpreter has installed (site-packages, or the folder an
+    editable install maps it to): protect_kit closes the kit tree it grades with, not this copy."""
+    import re
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    if (site / "grader" / "exercises.toml").is_file():
+        return site / "grader" / "exercises.toml"
+    for finder in site.glob("__editable__*optlab*finder.py"):
+        if found := re.search(r"'grader': '([^']+)'", finder.read_text()):
+            return Path(found[1]) / "exercises.toml"
+    return None
+
+
 SECRET_FILES = {
     "examples/ full solution": (lambda: FULL_EXAMPLE, "succeeds"),
     ".git object": (_git_object_file, "succeeds"),
     "git HEAD of the checkout": (lambda: KIT / ".git", "succeeds"),
     "solutions/ reference": (lambda: REFERENCE_PATH, "holds"),
     "tests/hidden": (lambda: KIT / "tests" / "hidden" / "test_ex08_softmax.py", "holds"),
-    "the installed package's grader/exercises.toml": (_installed_manifest, "holds"),
+    "the kit's own grader/exercises.toml": (_installed_manifest, "holds"),
+    "the installed package's grader/exercises.toml": (_venv_manifest, "succeeds"),
     "a kit module outside the worker runtime": (lambda: KIT / "grader" / "grading.py", "succeeds"),
     "/etc/passwd": (lambda: Path("/etc/passwd"), "succeeds"),
     "the grader's /proc/<ppid>/cmdline": (lambda: Path(f"/proc/{os.getpid()}/cmdline"), "succeeds"),
@@ -641,8 +657,15 @@ def test_deep_nesting_in_an_answer_is_refused_at_once(ref):
             student.softmax("deep_answer:100000")
 
 
-def test_a_100_mb_answer_is_refused(ref):
-    with worker(ref, GRADER_WORK, limits=Limits(call_seconds=5.0)) as (student, _), bounded(30):
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 12 item 7: receiving an answer near the 64 MB cap costs the grader ~20 s of CPU "
+    "(64 KB pipe reads, the whole buffer re-scanned for a newline and re-copied after each)",
+)
+def test_a_100_mb_answer_is_refused_at_little_cost(ref):
+    """The worker (given all the time it wants) answers 100 MB: the grader must refuse it past its message
+    cap without working for long."""
+    with worker(ref, GRADER_WORK, limits=Limits(call_seconds=30.0)) as (student, _), bounded(8):
         with pytest.raises(SubmissionError, match="larger than the grader accepts"):
             student.softmax("huge_answer:100")
 
@@ -655,7 +678,7 @@ from grader.sandbox import Limits
 from grader.student import sandboxed_student
 from grader.worker import load_module
 ref = load_module(Path({reference!r}), "r")
-student, box = sandboxed_student({source!r}, ref, ref, {exercises!r}, limits=Limits(call_seconds=2.0))
+student, box = sandboxed_student({source!r}, ref, ref, {exercises!r}, limits=Limits(call_seconds=30.0))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     student.softmax("many_lists:30")
