@@ -99,6 +99,26 @@ def softmax(xs):
 
 
 @_attack
+def read_past_the_hook(path):
+    # Works with the hook on (issue 12 item 4): the hook resolves a relative path from the cwd, the
+    # kernel from dir_fd. From a cwd six folders deep in the scratch folder, "../../../x" is in the
+    # scratch folder for the hook; from the scratch folder itself (three deep) it is "/x" for the kernel.
+    scratch = _os.getcwd()
+    deep = _os.path.join(scratch, "a", "b", "c", "d", "e", "f")
+    _os.makedirs(deep, exist_ok=True)
+    folder = _os.open(scratch, _os.O_RDONLY)
+    _os.chdir(deep)
+    try:
+        ups = "../" * scratch.count("/")
+        fd = _os.open(ups + path.lstrip("/"), _os.O_RDONLY, dir_fd=folder)
+        return "READ:" + _os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError as error:
+        return f"DENIED:{error}"
+    finally:
+        _os.chdir(scratch)
+
+
+@_attack
 def read(path):
     try:
         with open(path, "rb") as handle:
@@ -121,10 +141,14 @@ def protected_kit() -> None:
 
 
 @contextlib.contextmanager
-def worker(ref, tail: str, limits: Limits = LIMITS, source: str = REFERENCE):
+def worker(ref, tail: str, limits: Limits = LIMITS, source: str = REFERENCE, hook_off: bool = True):
     """One sandboxed submission (the reference, the hook switched off, the command channel, `tail`)."""
     student, box = sandboxed_student(
-        source + HOOK_OFF + COMMANDS + textwrap.dedent(tail), ref, ref, EXERCISE_OF, limits=limits
+        source + (HOOK_OFF if hook_off else "") + COMMANDS + textwrap.dedent(tail),
+        ref,
+        ref,
+        EXERCISE_OF,
+        limits=limits,
     )
     try:
         yield student, box
@@ -277,6 +301,18 @@ def test_the_worker_reads_no_file_of_the_kit_or_the_system(ref, name):
     with worker(ref, "") as (student, _):
         got = student.softmax(f"read:{path}")
     assert not got.startswith("READ:"), f"{path} leaked: {got[5:80]!r}"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 items 1 and 4: with the hook on, a dir_fd path escapes its path check"
+)
+def test_the_hook_alone_keeps_no_file_from_the_worker(ref):
+    """Not even the hook's own job holds against a submission that leaves it on: os.open with dir_fd
+    (the scratch folder) and a relative path, from a cwd deeper in the scratch folder."""
+    with worker(ref, "", hook_off=False) as (student, _):
+        assert student.softmax("read:/etc/passwd").startswith("DENIED:")  # the hook is on
+        got = student.softmax(f"read_past_the_hook:{FULL_EXAMPLE}")
+    assert not got.startswith("READ:"), f"{FULL_EXAMPLE} leaked: {got[5:80]!r}"
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 item 1: the untouched stub runs examples/'s full solution")
