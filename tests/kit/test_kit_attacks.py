@@ -94,7 +94,10 @@ def _honest_softmax(xs):
 def softmax(xs):
     if isinstance(xs, str):
         verb, _, argument = xs.partition(":")
-        return _ATTACKS[verb](argument)
+        try:
+            return _ATTACKS[verb](argument)
+        except Exception as error:  # an attack the sandbox stopped: the call still answers
+            return f"REFUSED:{type(error).__name__}: {error}"
     return _honest_softmax(xs)
 
 
@@ -276,7 +279,9 @@ SECRET_FILES = {
     "solutions/ reference": (lambda: REFERENCE_PATH, "holds"),
     "tests/hidden": (lambda: KIT / "tests" / "hidden" / "test_ex08_softmax.py", "holds"),
     "the kit's own grader/exercises.toml": (_installed_manifest, "holds"),
-    "the installed package's grader/exercises.toml": (_venv_manifest, "succeeds"),
+    # Closed only if a grading with that tree as the kit has run protect_kit on it (an editable install is
+    # the checkout; a site-packages copy is never closed): a leak exactly where it is open to others.
+    "the installed package's grader/exercises.toml": (_venv_manifest, "succeeds if open to others"),
     "a kit module outside the worker runtime": (lambda: KIT / "grader" / "grading.py", "succeeds"),
     "/etc/passwd": (lambda: Path("/etc/passwd"), "succeeds"),
     "the grader's /proc/<ppid>/cmdline": (lambda: Path(f"/proc/{os.getpid()}/cmdline"), "succeeds"),
@@ -285,7 +290,12 @@ SECRET_FILES = {
 
 
 def _file_case(name: str):
-    _, today = SECRET_FILES[name]
+    where, today = SECRET_FILES[name]
+    if today == "succeeds if open to others":
+        path = where()
+        today = (
+            "succeeds" if path is not None and path.exists() and os.stat(path).st_mode & 0o004 else "holds"
+        )
     marks = [as_root]
     if today == "succeeds" or not ROOT:
         marks.append(pytest.mark.xfail(strict=ROOT, reason=f"issue 12 item 1: the worker reads {name}"))
@@ -430,7 +440,7 @@ def two_workers(ref) -> Iterator[tuple]:
 @pytest.mark.xfail(strict=True, reason="issue 12 item 2: every concurrent worker runs as the same uid")
 def test_concurrent_workers_run_as_different_users(ref):
     with two_workers(ref) as (a, _, _, pid):
-        assert a.softmax(f"same_user:{pid}") == "OTHER"
+        assert a.softmax(f"same_user:{pid}") != "SAME"
 
 
 @as_root
