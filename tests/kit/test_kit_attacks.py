@@ -632,6 +632,18 @@ def long_reference(iters):
 
 
 @_attack
+def long_list_request(n):
+    # exact_kl (another exercise) on two lists of n ints, the request written by hand (cheap for the
+    # worker): the grader parses, decodes and runs the reference on all of it.
+    link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+    ones = ",".join(["1"] * int(n)).encode()
+    head = b'{"op":"reference","function":"exact_kl","args":[['
+    link._writer.write(head + ones + b"],[" + ones + b']],"kwargs":{}}\\n')
+    link.receive()
+    return "SENT"
+
+
+@_attack
 def colliding_set(n):
     step = 2**61 - 1  # every k * step hashes to 0: a set of them is quadratic to build
     _raw_answer('{"op":"return","value":{"$set":[' + ",".join(str(k * step) for k in range(int(n))) + ']}}')
@@ -677,6 +689,16 @@ def test_a_reference_request_cannot_keep_the_grader_busy(ref):
     with worker(ref, GRADER_WORK) as (student, _), bounded(8):
         with contextlib.suppress(SubmissionError):
             student.softmax(f"long_reference:{10**7}")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 7: a 10**7-element reference request runs in the grader"
+)
+def test_a_huge_reference_request_cannot_keep_the_grader_busy(ref):
+    """softmax asks the reference for exact_kl of two lists of 10**7 elements (40 MB of request)."""
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with contextlib.suppress(SubmissionError):
+            student.softmax(f"long_list_request:{10**7}")
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 item 7: a hash-colliding set is decoded in the grader")
