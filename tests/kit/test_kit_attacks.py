@@ -691,11 +691,10 @@ def test_a_reference_request_cannot_keep_the_grader_busy(ref):
             student.softmax(f"long_reference:{10**7}")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 12 item 7: a 10**7-element reference request runs in the grader"
-)
 def test_a_huge_reference_request_cannot_keep_the_grader_busy(ref):
-    """softmax asks the reference for exact_kl of two lists of 10**7 elements (40 MB of request)."""
+    """softmax asks the reference for exact_kl of two lists of 10**7 elements (40 MB of request). Holds
+    today only because receiving 40 MB is slow (see the 100 MB answer below) and the call's deadline
+    cuts it; once receiving is fast, parsing, decoding and the reference must be bounded too."""
     with worker(ref, GRADER_WORK) as (student, _), bounded(8):
         with contextlib.suppress(SubmissionError):
             student.softmax(f"long_list_request:{10**7}")
