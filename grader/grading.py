@@ -68,8 +68,8 @@ def grade(
             paths = suite_files_in_order(inventory) if exercises else None
             records = run_suites(root, submission, paths, pytest_args=args, timeout=run_seconds)
             reason = "this check did not run: the test run ended before it"
-        except SuiteRunError as error:
-            records, reason = [], f"this check did not run: {error}"
+        except SuiteRunError as error:  # what ran before the run was cut still counts
+            records, reason = error.records, f"this check did not run: {error}"
             notes.append(f"Grading stopped early: {error}.")
         printed = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
     scores = tuple(score_suites(manifest, account_for(inventory, records, reason)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,15 @@ class TestRecord:
 
 
 class SuiteRunError(KitError):
-    """The suites could not be run at all (not a failure of the submission)."""
+    """The suites could not be run, or not to the end (not a failure of the submission); `records` holds
+    what the tests that did run reported (a run cut at its time limit keeps them)."""
+
+    def __init__(self, message: str, records: Sequence[TestRecord] = ()):
+        super().__init__(message)
+        self.records = list(records)
+
+
+INTERRUPT_GRACE = 15.0  # seconds a cut run has to write the report of the tests that ran
 
 
 def run_suites(
@@ -60,16 +69,45 @@ def run_suites(
             *pytest_args,
         ]  # fmt: skip
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-        try:
-            run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise SuiteRunError(f"the suites did not finish within {timeout:g} s") from None
+        run, cut = _run_within(command, root, env, timeout)
+        if cut:
+            ran = _records(report_path) if report_path.is_file() else []
+            raise SuiteRunError(f"the suites did not finish within {timeout:g} s", ran)
         if not report_path.is_file():
             tail = (run.stdout + run.stderr).strip().splitlines()[-5:]
             raise SuiteRunError("the test run wrote no report: " + " | ".join(tail))
         report = json.loads(report_path.read_text())
     if report.get("exitcode") in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
         raise SuiteRunError(f"pytest exited with {report['exitcode']}: " + _tail(run))
+    return [_record(test) for test in report.get("tests", [])]
+
+
+def _run_within(
+    command: list[str], root: Path, env: dict, timeout: float | None
+) -> tuple[subprocess.CompletedProcess, bool]:
+    """Run pytest; past `timeout`, interrupt it as Ctrl-C would, so that it still reports the tests that
+    ran, and kill it if it has not within INTERRUPT_GRACE. Returns the run and whether it was cut."""
+    process = subprocess.Popen(
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(command, process.returncode, out, err), False
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        try:
+            out, err = process.communicate(timeout=INTERRUPT_GRACE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        return subprocess.CompletedProcess(command, process.returncode, out, err), True
+
+
+def _records(report_path: Path) -> list[TestRecord]:
+    try:
+        report = json.loads(report_path.read_text())
+    except (OSError, ValueError):
+        return []
     return [_record(test) for test in report.get("tests", [])]
 
 

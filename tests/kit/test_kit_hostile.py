@@ -382,6 +382,23 @@ def test_a_test_run_cut_at_its_time_limit_still_gets_results_that_say_so(tmp_pat
     assert_nothing_left_behind(sandboxes)
 
 
+def test_a_cut_run_keeps_the_checks_that_ran_before_the_cut(tmp_path, sandboxes, monkeypatch):
+    """The run is cut inside exercise 12's visible checks (an endless loop with a generous call timeout):
+    exercise 8's visible checks ran before and keep their points; nothing after the cut counts."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    endless = "def group_advantages(*args, **kwargs):\n    while True:\n        pass\n"
+    submission = tmp_path / "optimization_toolkit.py"
+    submission.write_text(REFERENCE + "\n\n" + endless)
+    out = tmp_path / "results.json"
+    graded = grade(KIT, submission, out, call_timeout=100.0, exercises=[8, 12], run_seconds=15.0)
+    assert problems(out) == []
+    status = {t["name"]: t["status"] for t in graded.document["tests"]}
+    assert status["8 softmax: visible checks"] == "passed"
+    assert {status[name] for name in status if not name.startswith("8 softmax: visible")} == {"failed"}
+    assert "did not finish within 15 s" in graded.document["output"]
+    assert_nothing_left_behind(sandboxes)
+
+
 def test_grade_refuses_a_run_timeout_that_is_not_positive(capsys):
     from grader.cli import main
 
