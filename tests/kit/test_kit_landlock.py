@@ -9,7 +9,6 @@ import ast
 import ctypes
 import errno
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -343,8 +342,11 @@ def test_every_abi_refuses_what_it_knows(world, abi):
 @needs_landlock
 @pytest.mark.skipif(os.geteuid() != 0, reason="setuid to another user needs root")
 def test_as_the_sandbox_confines_a_root_grader(tmp_path):
-    """The lead's wiring: the sandbox's own preexec (rlimits, another user, NPROC 0), then enforce."""
+    """The sandbox's own preexec (namespaces, rlimits, a leased worker uid, NPROC 0, then enforce)."""
+    from grader import isolation
     from grader.sandbox import Limits, _Confine
+
+    lease = isolation.UidLease()
 
     home = Path(tempfile.mkdtemp(prefix="optlab-landlock-"))  # under /tmp: the other user can reach it
     try:
@@ -356,12 +358,8 @@ def test_as_the_sandbox_confines_a_root_grader(tmp_path):
         for path, text in ((scratch / "in.txt", "scratch data"), (ro / "data.txt", "read only data")):
             path.write_text(text)
             os.chmod(path, 0o666)  # the user may write them: a refusal is Landlock's, not the mode's
-        confine = _Confine(Limits(), pwd.getpwnam("nobody"))
         with worker_ruleset(scratch, home / "runtime", read_only=[str(ro)]) as ruleset:
-
-            def preexec() -> None:
-                confine()
-                ruleset.enforce()
+            preexec = _Confine(Limits(), isolation.machine_layers(), lease, ruleset)
 
             cfg = {
                 "scratch": str(scratch),
@@ -373,7 +371,7 @@ def test_as_the_sandbox_confines_a_root_grader(tmp_path):
                 "stdlib_file": STDLIB_FILE,
             }
             got = run_probes(cfg, preexec, close_fds=True, start_new_session=True)
-        assert os.stat(scratch / "out.txt").st_uid == pwd.getpwnam("nobody").pw_uid
+        assert os.stat(scratch / "out.txt").st_uid == lease.uid
         assert stat.S_IMODE(os.stat("/etc/passwd").st_mode) & 0o004  # others may read it: Landlock refuses
         want = expected(ruleset.abi)
         for name in ("read_scratch", "write_scratch", "read_stdlib", "import_json", "read_read_only"):
@@ -384,6 +382,7 @@ def test_as_the_sandbox_confines_a_root_grader(tmp_path):
         assert (ro / "data.txt").read_text() == "read only data"
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        lease.release()
 
 
 @needs_landlock
