@@ -307,3 +307,27 @@ def test_grading_as_a_user_who_is_not_root(off):
     assert layers["landlock"] == (0 if off else isolation.machine_layers().landlock)
     assert ("WARNING: no OS layer holds here" in done.stdout) == (off == "landlock")
     assert document["score"] == document["extra_data"]["points_possible"] > 0
+
+
+def sysv_shm_ids() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[1]) for line in lines}
+
+
+@as_root
+def test_sysv_ipc_of_a_worker_without_namespaces_is_removed(ref, layers_off):
+    """As in Docker (no CAP_SYS_ADMIN, so no IPC namespace): a shared memory segment the worker made
+    would outlive it; the sweep of its uid removes it."""
+    layers_off("landlock", "namespaces")
+    attack = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None)\n"
+        "return [float(libc.shmget(0, 4096, 0o1000 | 0o666))]  # IPC_PRIVATE, IPC_CREAT"
+    )
+    student, sandbox = open_student(ref, attack)
+    try:
+        (made,) = student.softmax([0.0])
+        assert made >= 0 and int(made) in sysv_shm_ids()  # in the machine's own IPC namespace
+    finally:
+        student.close()
+    assert int(made) not in sysv_shm_ids()
