@@ -3,8 +3,9 @@
 A call is a request ``{"op": "call" | "reference" | "callback", ..., "args": [...], "kwargs": {...}}``
 with codec-encoded values, and optionally ``"mutable": [keys]``: the arguments (by position or keyword)
 whose changes the caller takes back, the lab's contract mutations (grader.contract); without it, every
-argument. The side that runs it answers ``{"op": "return", "value": ..., "mutated": {...}}`` (the new
-state of every such argument the call changed, keyed by position or keyword) or ``{"op":
+argument. The side that runs it answers ``{"op": "return", "value": ..., "mutated": {...}, "changed":
+[...]}`` (the new state of every such argument the call changed, keyed by position or keyword, and the
+keys of the other arguments it changed, whose changes stay with it) or ``{"op":
 "raise", "type": ..., "message": ..., "where": ...}``. While a call is open, the side running it may
 send requests of its own (a worker asks the grader for the reference's answer, or calls back a callable
 the test passed); the caller serves them before it reads the answer. Both sides use these two halves,
@@ -55,12 +56,14 @@ def place_call(
     args: tuple,
     kwargs: dict,
     writable: Collection[str] | None = None,
+    changed: list[str] | None = None,
 ) -> Any:
     """Encode a call, send it, write the callee's mutations back into `args`/`kwargs`, return its value.
 
     With `writable`, only the arguments under those keys (position or keyword) take the callee's changes
     (the lab's contract mutations; never a frozen dataclass): whatever else the callee did to its copies
-    stays there, so the caller's objects are as they were before the call.
+    stays there, so the caller's objects are as they were before the call; the keys of those other
+    changed arguments are added to `changed`, where given.
     """
     __tracebackhide__ = True
     message = dict(
@@ -84,6 +87,8 @@ def place_call(
         else:
             continue
         update_in_place(target, codec.decode(state))
+    if changed is not None and type(answer.get("changed")) is list:
+        changed.extend(str(key) for key in answer["changed"])
     return codec.decode(answer.get("value"))
 
 
@@ -97,7 +102,8 @@ def perform(
     """Run `fn` on the decoded arguments of `message` and build the answer (value, mutations or error).
 
     Only the arguments under the keys `writable` (else the request's "mutable", else all) are reported
-    when changed: other changes stay here."""
+    with their new state when changed; other changed arguments are only named ("changed"), their changes
+    stay here."""
     if writable is None and isinstance(message.get("mutable"), list):
         writable = {str(key) for key in message["mutable"]}
     try:
@@ -110,14 +116,17 @@ def perform(
     except BaseException as exc:  # noqa: BLE001 - whatever the callee raised is the call's answer
         return raise_answer(exc, where_file)
     try:
-        mutated = {}
-        for i, (sent, arg) in enumerate(zip(message.get("args", []), args, strict=True)):
-            if (writable is None or str(i) in writable) and (now := codec.encode(arg)) != sent:
-                mutated[str(i)] = now
-        for key, arg in kwargs.items():
-            if (writable is None or key in writable) and (now := codec.encode(arg)) != message["kwargs"][key]:
-                mutated[key] = now
-        return {"op": "return", "value": codec.encode(value), "mutated": mutated}
+        sent = {str(i): a for i, a in enumerate(message.get("args", []))} | message.get("kwargs", {})
+        now = {str(i): a for i, a in enumerate(args)} | kwargs
+        mutated, changed = {}, []
+        for key, arg in now.items():
+            if (state := codec.encode(arg)) != sent[key]:
+                if writable is None or key in writable:
+                    mutated[key] = state
+                else:
+                    changed.append(key)  # outside the contract: named, never sent back
+        answer = {"op": "return", "value": codec.encode(value), "mutated": mutated}
+        return answer | {"changed": changed} if changed else answer
     except BaseException as exc:  # noqa: BLE001 - an unencodable result is the call's error
         return raise_answer(exc, where_file)
 

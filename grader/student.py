@@ -55,6 +55,10 @@ class Student:
         self._exercise_of = exercise_of or {}
         self._timed_out = timed_out if timed_out is not None else set()
         self._open_call: str | None = None  # the function whose call is under way
+        # The arguments (by position or keyword) the last call changed outside the lab's contract: their
+        # changes stay with the submission, so a test asks here whether its inputs were changed. Always
+        # empty in a student's own run, where every change comes back as in a local call.
+        self.last_changed: list[str] = []
         if contract is None and reference is not None:
             from grader.contract import module_contract  # grading only: not in the student handout
 
@@ -90,9 +94,12 @@ class Student:
         if exercise in self._timed_out:
             raise CallTimedOut(f"not called: exercise {exercise} timed out earlier in this run")
         self._open_call = name
+        self.last_changed = []
         request = {"op": "call", "function": name, "reference": self._answered(name)}
         try:
-            return place_call(self._codec, self.link, request, args, kwargs, self._writable(name))
+            return place_call(
+                self._codec, self.link, request, args, kwargs, self._writable(name), self.last_changed
+            )
         except CallTimedOut as timeout:
             if exercise is not None and timeout.scope != "run":  # the run's time is no exercise's own
                 self._timed_out.add(exercise)

@@ -76,6 +76,7 @@ def test_changes_g_in_place_and_returns_none(lab, student, setup, w):
     got, g, pol, what = run(lab, student, setup, w)
     S, T, V, theta, g0, s, t, v = setup
     expect_equal(pol.theta, theta, what + ", then the policy's theta")
+    expect_true("1" not in student.last_changed, what, "the policy changed")
     expect_equal(got, None, what + " (the return value)")
     if abs(w) >= 1e-3:  # smaller steps may round away against g's entries
         expect_true(g != g0, what, "the caller's g did not change")

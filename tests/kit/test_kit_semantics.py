@@ -341,3 +341,32 @@ def test_a_copy_of_a_parameter_is_not_the_parameter():
     )
     mutates = derive_contract(source, {"propose": 1, "touch": 2, "pick": 3})["mutates"]
     assert mutates == {"propose": {"rng": 1}, "touch": {"graph": 0}}
+
+
+REVERSES_ITS_ARGUMENT = """
+_right_softmax = softmax
+
+
+def softmax(xs):
+    out = _right_softmax(xs)
+    xs.reverse()
+    return out
+"""
+
+
+def test_a_change_outside_the_contract_is_named_but_never_sent_back(tmp_path, ref):
+    """softmax reverses its argument after answering right: the test's list stays as it was and the
+    student names the argument that changed."""
+    student = in_process(tmp_path, ref, REVERSES_ITS_ARGUMENT)
+    xs = [1.0, 2.0, 3.0]
+    assert student.softmax(xs) == pytest.approx(ref.softmax([1.0, 2.0, 3.0]))
+    assert xs == [1.0, 2.0, 3.0] and student.last_changed == ["0"]
+    student.softmax([1.0, 1.0])  # reversing a palindrome changes nothing
+    assert student.last_changed == []
+
+
+def test_changing_an_argument_costs_only_the_check_that_it_is_left_alone(tmp_path):
+    document = graded(tmp_path, REVERSES_ITS_ARGUMENT, [8])
+    (softmax,) = document["extra_data"]["exercises"]
+    assert softmax["visible"]["passed"] == softmax["visible"]["total"]
+    assert softmax["hidden"]["passed"] == softmax["hidden"]["total"] - 1
