@@ -1,0 +1,307 @@
+"""Trivial answers: proof that points follow correctness. For every exercise, derive from the reference
+itself implementations that do no real work, grade each with both suites, and report the largest share of
+the exercise's points any of them earns (`grader validate` fails above `MAX_SHARE`).
+
+A trivial variant is the reference module with ONE exercise's functions replaced. A replacement never
+does the exercise's work: it either ignores the reference (``none``: return None; ``first-argument``: echo
+the first argument) or keeps only the *shape* of the reference's answer on the same input and throws its
+content away (zeros, ones, empty, the uniform distribution, NaN, seeded random values, or the first answer
+it ever gave, returned from then on). None of them touches its arguments, except ``zeros-in-place``,
+which zeroes whatever argument the reference would have changed (a gradient table, a policy). Nothing is
+written by hand per exercise: the reference's own answers on the suites' own inputs give every shape.
+
+The variants run in-process (`--worker inprocess`, one pytest session each, only the exercise's test
+files), which keeps the whole check to a minute or two; `grader validate --exercise N` checks only N.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import random
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.inventory import load_inventory
+from grader.layout import REFERENCE, SUITES
+from grader.manifest import Exercise
+
+MAX_SHARE = 0.05  # a trivial answer may earn at most this share of an exercise's points
+
+VARIANTS: dict[str, str] = {
+    "constant": "the reference's first answer in the run, returned every time",
+    "zeros": "the reference's answer with every number 0, every flag False, every string empty",
+    "zeros-in-place": "zeros, and every argument the reference would change zeroed in place",
+    "ones": "the reference's answer with every number 1 and every flag True",
+    "empty": "empty containers and strings, zero numbers",
+    "uniform": "every innermost list or dict of numbers replaced by the uniform distribution",
+    "nan": "every float NaN",
+    "random": "seeded random numbers in the reference's answer's shape",
+    "first-argument": "the first argument, returned unchanged",
+    "none": "None, arguments untouched",
+}
+
+
+# -- the replacements (run inside the graded module) ---------------------------------------------------
+
+
+def install(namespace: dict, names: Iterable[str], variant: str) -> None:
+    """Replace the functions `names` of the module whose globals are `namespace` by their `variant`.
+
+    Called from the last line of a variant module. The reference's own functions keep working on a
+    snapshot of the module (so a replaced function's reference body still calls the real helpers)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown trivial variant {variant!r}")
+    pristine = dict(namespace)
+    for key, value in list(pristine.items()):
+        if isinstance(value, types.FunctionType) and value.__globals__ is namespace:
+            rebound = types.FunctionType(
+                value.__code__, pristine, value.__name__, value.__defaults__, value.__closure__
+            )
+            rebound.__kwdefaults__ = value.__kwdefaults__
+            pristine[key] = rebound
+    for name in names:
+        namespace[name] = _trivial(pristine[name], variant)
+
+
+def _trivial(reference: Callable, variant: str) -> Callable:
+    memory: dict[str, Any] = {}
+    rng = random.Random(0)
+
+    def trivial(*args: Any, **kwargs: Any) -> Any:
+        if variant == "none":
+            return None
+        if variant == "first-argument":
+            return args[0] if args else next(iter(kwargs.values()), None)
+        copies = copy.deepcopy((args, kwargs))
+        try:
+            answer = reference(*copies[0], **copies[1])
+        except Exception:  # noqa: BLE001 - a trivial answer does not raise where the reference does
+            return memory.get("last")
+        if variant == "constant":
+            memory.setdefault("first", answer)
+            out = copy.deepcopy(memory["first"])
+        else:
+            out = degrade(answer, "zeros" if variant == "zeros-in-place" else variant, rng)
+        if variant == "zeros-in-place":
+            for before, after in zip((*args, *kwargs.values()), (*copies[0], *copies[1].values())):
+                if _state(before) != _state(after):
+                    _overwrite(before, degrade(after, "zeros", rng))
+        memory["last"] = out
+        return out
+
+    trivial.__name__ = trivial.__qualname__ = reference.__name__
+    return trivial
+
+
+def degrade(value: Any, mode: str, rng: random.Random) -> Any:
+    """`value` with its content replaced according to `mode`, its shape (types, lengths, keys) kept."""
+    if isinstance(value, bool):
+        return {"ones": True, "random": rng.random() < 0.5}.get(mode, False)
+    if isinstance(value, int):
+        return {"ones": 1, "random": rng.randint(0, abs(value))}.get(mode, 0)
+    if isinstance(value, float):
+        return {"ones": 1.0, "nan": math.nan, "random": rng.random()}.get(mode, 0.0)
+    if isinstance(value, str):
+        return value if mode in ("ones", "nan", "uniform") else ""
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        if mode == "empty":
+            return type(value)()
+        if mode == "uniform" and value and all(_number(v) for v in _values(value)):
+            n = len(value)
+            if isinstance(value, dict):
+                return {k: 1.0 / n for k in value}
+            if isinstance(value, list | tuple):
+                return type(value)([1.0 / n] * n)
+        if isinstance(value, dict):
+            return {k: degrade(v, mode, rng) for k, v in value.items()}
+        return type(value)(degrade(v, mode, rng) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = copy.copy(value)
+        for f in dataclasses.fields(value):
+            object.__setattr__(out, f.name, degrade(getattr(value, f.name), mode, rng))
+        return out
+    return value  # None, random.Random, objects the lab passes through
+
+
+def _values(container: Any) -> Iterable[Any]:
+    return container.values() if isinstance(container, dict) else container
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _state(value: Any) -> Any:
+    """A comparable picture of a value's contents (objects by their attributes)."""
+    if isinstance(value, list | tuple):
+        return [_state(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _state(v) for k, v in value.items()}
+    if isinstance(value, random.Random):
+        return value.getstate()
+    if hasattr(value, "__dict__") and not isinstance(value, type | types.FunctionType):
+        return (type(value).__name__, _state(vars(value)))
+    return value
+
+
+def _overwrite(target: Any, new: Any) -> None:
+    """Make `target` hold `new`'s contents, in place."""
+    if isinstance(target, list):
+        target[:] = new
+    elif isinstance(target, dict):
+        target.clear()
+        target.update(new)
+    elif hasattr(target, "__dict__") and not isinstance(target, random.Random):
+        vars(target).update(vars(new))
+
+
+# -- grading the variants ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VariantOutcome:
+    """What one trivial variant of one exercise earned."""
+
+    variant: str
+    passed: tuple[str, ...]  # node ids of the checks it passed
+    tests: int  # the exercise's checks in the inventory
+
+    @property
+    def share(self) -> float:
+        return len(self.passed) / self.tests if self.tests else 0.0
+
+
+@dataclass(frozen=True)
+class TrivialCheck:
+    """Every trivial variant of one exercise, and the best of them."""
+
+    exercise: Exercise
+    outcomes: tuple[VariantOutcome, ...]
+    seconds: float
+    properties: dict[str, str] = field(default_factory=dict)  # node id -> what the check checks
+
+    @property
+    def best(self) -> VariantOutcome:
+        return max(self.outcomes, key=lambda o: o.share)
+
+    @property
+    def problems(self) -> list[str]:
+        best = self.best
+        if best.share <= MAX_SHARE:
+            return []
+        return [
+            f"the trivial answer '{best.variant}' earns {100 * best.share:.1f}% "
+            f"(> {100 * MAX_SHARE:g}%) by passing {len(best.passed)} of {best.tests} checks"
+        ]
+
+
+def check_trivial(
+    root: Path,
+    exercises: Sequence[Exercise],
+    variants: Sequence[str] = tuple(VARIANTS),
+    progress: Callable[[str], None] | None = None,
+) -> list[TrivialCheck]:
+    """Grade every trivial variant of each of `exercises` (both suites, in this process)."""
+    inventory = load_inventory(root)
+    source = (root / REFERENCE).read_text(encoding="utf-8")
+    out = []
+    with tempfile.TemporaryDirectory(prefix="optlab-trivial-") as scratch:
+        for exercise in exercises:
+            started = time.monotonic()
+            tests = [t for t in inventory["tests"] if t["exercise"] == exercise.id]
+            files = sorted({(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in tests})
+            outcomes = []
+            for variant in variants:
+                module = Path(scratch) / f"ex{exercise.id}-{variant}" / REFERENCE.name
+                module.parent.mkdir()
+                module.write_text(variant_source(source, exercise.functions, variant), encoding="utf-8")
+                passed = _run(root, [path for _, path in files], module)
+                kept = tuple(t["nodeid"] for t in tests if t["nodeid"] in passed)
+                outcomes.append(VariantOutcome(variant, kept, len(tests)))
+            check = TrivialCheck(
+                exercise,
+                tuple(outcomes),
+                time.monotonic() - started,
+                {t["nodeid"]: t["property"] for t in tests},
+            )
+            if progress:
+                progress(report_rows([check], header=False)[0])
+            out.append(check)
+    return out
+
+
+def variant_source(reference_source: str, functions: Iterable[str], variant: str) -> str:
+    """The reference module's source with `functions` replaced by their `variant` (in-process only: it
+    imports this module)."""
+    return (
+        reference_source.rstrip("\n")
+        + f"\n\n\nimport grader.trivial as _optlab_trivial  # noqa: E402\n"
+        + f"_optlab_trivial.install(globals(), {list(functions)!r}, {variant!r})\n"
+    )
+
+
+class _Passed:
+    """A pytest plugin that records the node ids of the suite tests that passed every stage."""
+
+    def __init__(self) -> None:
+        self.passed: set[str] = set()
+        self.failed: set[str] = set()
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+        elif not report.passed:
+            self.failed.add(report.nodeid)
+
+
+def _run(root: Path, paths: Sequence[str], module: Path) -> set[str]:
+    import pytest
+
+    recorder = _Passed()
+    args = [
+        *[str(root / p) for p in paths],
+        f"--submission={module}",
+        f"--rootdir={root}",
+        "--worker=inprocess",
+        "-p", "no:cacheprovider", "-p", "no:randomly",
+        "-q", "--no-header", "--tb=no", "-o", "addopts=", "--disable-warnings",
+    ]  # fmt: skip
+    saved = sys.modules.get("optimization_toolkit")
+    try:
+        _quietly(lambda: pytest.main(args, plugins=[recorder]))
+    finally:
+        if saved is not None:
+            sys.modules["optimization_toolkit"] = saved
+    return recorder.passed - recorder.failed
+
+
+def _quietly(run: Callable[[], Any]) -> Any:
+    """Run with stdout silenced (pytest's own report of a trivial variant is noise here)."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run()
+
+
+def report_rows(checks: Sequence[TrivialCheck], header: bool = True) -> list[str]:
+    """Per exercise: the largest share a trivial answer earns, which variant, and the checks it passed."""
+    rows = [f"{'trivial answers':32} {'best':>6}  {'variant':16} checks passed"] if header else []
+    for check in checks:
+        best = check.best
+        verdict = "ok" if not check.problems else "PROBLEM"
+        rows.append(
+            f"{check.exercise.label[:32]:32} {100 * best.share:>5.1f}%  {best.variant:16} "
+            f"{len(best.passed)}/{best.tests}  {verdict}  ({check.seconds:.1f} s)"
+        )
+        for nodeid in best.passed:
+            rows.append(f"    passes {nodeid}: {check.properties.get(nodeid, '')[:90]}")
+    return rows
