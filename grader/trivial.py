@@ -213,31 +213,41 @@ def check_trivial(
 ) -> list[TrivialCheck]:
     """Grade every trivial variant of each of `exercises` (both suites, in this process); `progress` is
     told of each exercise as it is done."""
-    inventory = load_inventory(root)
     source = (root / REFERENCE).read_text(encoding="utf-8")
+    tests = _tests_by_exercise(root)
     out = []
     with tempfile.TemporaryDirectory(prefix="optlab-trivial-") as scratch:
         for exercise in exercises:
             started = time.monotonic()
-            tests = [t for t in inventory["tests"] if t["exercise"] == exercise.id]
-            files = sorted({(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in tests})
             outcomes = []
             for variant in variants:
                 module = Path(scratch) / f"ex{exercise.id}-{variant}" / REFERENCE.name
                 module.parent.mkdir()
                 module.write_text(variant_source(source, exercise.functions, variant), encoding="utf-8")
-                passed = _run(root, [path for _, path in files], module)
-                kept = tuple(t["nodeid"] for t in tests if t["nodeid"] in passed)
-                outcomes.append(VariantOutcome(variant, kept, len(tests)))
-            check = TrivialCheck(
-                exercise,
-                tuple(outcomes),
-                time.monotonic() - started,
-                {t["nodeid"]: t["property"] for t in tests},
-            )
+                passed = passed_checks(root, module, [exercise.id])[exercise.id]
+                outcomes.append(VariantOutcome(variant, passed, len(tests[exercise.id])))
+            properties = {t["nodeid"]: t["property"] for t in tests[exercise.id]}
+            check = TrivialCheck(exercise, tuple(outcomes), time.monotonic() - started, properties)
             if progress:
                 progress(check)
             out.append(check)
+    return out
+
+
+def passed_checks(root: Path, module: Path, exercises: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """Grade `module` on the tests of `exercises` (both suites, in this process, no sandbox: only for the
+    kit's own modules); per exercise, the node ids of the inventory's checks it passed."""
+    tests = _tests_by_exercise(root)
+    mine = [t for e in exercises for t in tests[e]]
+    files = sorted({(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in mine})
+    passed = _run(root, [path for _, path in files], module)
+    return {e: tuple(t["nodeid"] for t in tests[e] if t["nodeid"] in passed) for e in exercises}
+
+
+def _tests_by_exercise(root: Path) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for test in load_inventory(root)["tests"]:
+        out.setdefault(test["exercise"], []).append(test)
     return out
 
 
@@ -308,3 +318,23 @@ def report_rows(checks: Sequence[TrivialCheck], header: bool = True) -> list[str
         for nodeid in best.passed:
             rows.append(f"    passes {nodeid}: {check.properties.get(nodeid, '')[:90]}")
     return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m grader.trivial [N ...]`: the trivial-answer check alone (all exercises by default)."""
+    from grader.grading import kit_manifest
+    from grader.layout import find_root
+
+    root = find_root(Path.cwd())
+    ids = [int(a) for a in (sys.argv[1:] if argv is None else argv)]
+    manifest = kit_manifest(root)
+    chosen = [e for e in manifest.exercises if not ids or e.id in ids]
+    print(report_rows([])[0], flush=True)
+    checks = check_trivial(
+        root, chosen, progress=lambda c: print("\n".join(report_rows([c], False)), flush=True)
+    )
+    return 1 if any(c.problems for c in checks) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
