@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.errors import KitError
 from grader.inventory import load_inventory
 from grader.layout import REFERENCE, SUITES
 from grader.manifest import Exercise
@@ -217,6 +218,15 @@ def check_trivial(
     tests = _tests_by_exercise(root)
     out = []
     with tempfile.TemporaryDirectory(prefix="optlab-trivial-") as scratch:
+        # The control: the same path with nothing replaced must pass everything, or a 0% proves nothing.
+        control = Path(scratch) / "control" / REFERENCE.name
+        control.parent.mkdir()
+        control.write_text(variant_source(source, [], "none"), encoding="utf-8")
+        ids = [e.id for e in exercises]
+        for exercise_id, passed in passed_checks(root, control, ids).items():
+            if len(passed) != len(tests[exercise_id]):
+                missed = sorted({t["nodeid"] for t in tests[exercise_id]} - set(passed))
+                raise KitError(f"trivial answers: the unchanged reference fails {missed[0]} in-process")
         for exercise in exercises:
             started = time.monotonic()
             outcomes = []
@@ -240,7 +250,10 @@ def passed_checks(root: Path, module: Path, exercises: Sequence[int]) -> dict[in
     tests = _tests_by_exercise(root)
     mine = [t for e in exercises for t in tests[e]]
     files = sorted({(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in mine})
-    passed = _run(root, [path for _, path in files], module)
+    passed, reported, code = _run(root, [path for _, path in files], module)
+    if code not in (0, 1) or (missing := {t["nodeid"] for t in mine} - reported):
+        what = f"exit code {code}" if code not in (0, 1) else f"{len(missing)} checks did not run"
+        raise KitError(f"grading {module.name} in-process failed ({what})")
     return {e: tuple(t["nodeid"] for t in tests[e] if t["nodeid"] in passed) for e in exercises}
 
 
@@ -267,15 +280,18 @@ class _Passed:
     def __init__(self) -> None:
         self.passed: set[str] = set()
         self.failed: set[str] = set()
+        self.reported: set[str] = set()
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        self.reported.add(report.nodeid)
         if report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
         elif not report.passed:
             self.failed.add(report.nodeid)
 
 
-def _run(root: Path, paths: Sequence[str], module: Path) -> set[str]:
+def _run(root: Path, paths: Sequence[str], module: Path) -> tuple[set[str], set[str], int]:
+    """(passed, reported, pytest's exit code) of one in-process run of the test files `paths`."""
     import pytest
 
     recorder = _Passed()
@@ -289,11 +305,11 @@ def _run(root: Path, paths: Sequence[str], module: Path) -> set[str]:
     ]  # fmt: skip
     saved = sys.modules.get("optimization_toolkit")
     try:
-        _quietly(lambda: pytest.main(args, plugins=[recorder]))
+        code = int(_quietly(lambda: pytest.main(args, plugins=[recorder])))
     finally:
         if saved is not None:
             sys.modules["optimization_toolkit"] = saved
-    return recorder.passed - recorder.failed
+    return recorder.passed - recorder.failed, recorder.reported, code
 
 
 def _quietly(run: Callable[[], Any]) -> Any:
