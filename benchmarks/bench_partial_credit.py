@@ -16,12 +16,14 @@ import argparse
 import ast
 import copy
 import json
+import signal
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 KIT = Path(__file__).resolve().parents[1]
+TEST_SECONDS = 5.0  # CPU seconds per test before a mutant counts as never ending
 
 SWAPS: dict[type, type] = {
     ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
@@ -92,9 +94,30 @@ def grade(kit: Path, module: Path, exercise: int) -> float:
     files = sorted({t["nodeid"].split("::")[0] for t in tests}, key=lambda f: "hidden" in f)
 
     class Passed:
+        """Records what passed; a test that runs past TEST_SECONDS of CPU time (a mutant that never ends)
+        stops the run: what did not run counts as failed."""
+
         def __init__(self) -> None:
             self.ok: set[str] = set()
             self.bad: set[str] = set()
+            self.stopped = False
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_call(self, item):
+            if self.stopped:
+                pytest.exit("a test ran too long: the mutant never ends")
+
+            def stop(*_):
+                self.stopped = True
+                raise TimeoutError("the mutant never ends")
+
+            previous = signal.signal(signal.SIGVTALRM, stop)
+            signal.setitimer(signal.ITIMER_VIRTUAL, TEST_SECONDS)
+            try:
+                return (yield)
+            finally:
+                signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+                signal.signal(signal.SIGVTALRM, previous)
 
         def pytest_runtest_logreport(self, report) -> None:
             (
