@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate_command = commands.add_parser(
         "validate", help=summary, description=summary, parents=[root_option]
     )
+    validate_command.add_argument(
+        "--exercise", type=int, action="append", metavar="N", help="check only exercise N (repeatable)"
+    )
+    validate_command.add_argument(
+        "--no-trivial", action="store_true", help="skip the trivial-answer check (grader.trivial)"
+    )
     validate_command.set_defaults(run=_run_validate)
 
     summary = "grade one submission (a .py file, a folder or a .zip) into Gradescope's results.json"
@@ -133,12 +139,40 @@ def _run_validate(args: argparse.Namespace, root: Path) -> int:
 
     if problem := stale_problem(root):
         return _fail(problem)
-    checks = validate(root)
+    checks = validate(root, args.exercise)
     for row in report_rows(checks):
-        print(row)
-    bad = [c for c in checks if c.problems]
+        print(row, flush=True)
+    bad = {c.exercise.label for c in checks if c.problems}
+    if not args.no_trivial:
+        bad |= _validate_trivial(root, args.exercise)
     print(f"{PROG}: {len(checks) - len(bad)} of {len(checks)} exercises ok")
     return 1 if bad else 0
+
+
+def _validate_trivial(root: Path, exercises: Sequence[int] | None) -> set[str]:
+    """Grade the trivial answers of `exercises` (default: all), print them; the exercises over the bar."""
+    import time
+
+    from grader.grading import only_exercises
+    from grader.inventory import load_inventory
+    from grader.trivial import MAX_SHARE, check_trivial, report_rows
+    from grader.validate import validated_manifest
+
+    manifest = validated_manifest(root)
+    if exercises:
+        manifest, _ = only_exercises(manifest, load_inventory(root), exercises)
+    started = time.monotonic()
+    print(f"\n{report_rows([])[0]} (at most {100 * MAX_SHARE:g}% each)", flush=True)
+    checks = check_trivial(
+        root,
+        manifest.exercises,
+        progress=lambda c: print("\n".join(report_rows([c], header=False)), flush=True),
+    )
+    print(f"{PROG}: trivial answers of {len(checks)} exercises graded in {time.monotonic() - started:.0f} s")
+    for check in checks:
+        for problem in check.problems:
+            print(f"{PROG}: {check.exercise.label}: {problem}")
+    return {c.exercise.label for c in checks if c.problems}
 
 
 def _run_grade(args: argparse.Namespace, root: Path) -> int:

@@ -9,12 +9,18 @@ takes an infinity as equal to itself. A nan matches nothing, not even a nan: two
 answers that are both nan agree on nothing (a submission could otherwise pass a consistency check by
 answering nan everywhere). Only where the expected value comes from the reference or is a literal, and
 is itself nan, may a test say ``nan_ok=True``.
+
+`expect_pinned` is for a property that a trivial answer satisfies too (a constant, zeros, the uniform
+vector, the input unchanged): it pins the answer on fixed, non-degenerate inputs against the reference,
+so the property's test earns nothing for code that does no work (grader.trivial measures this).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import pprint
+import random
 from typing import Any
 
 __tracebackhide__ = True
@@ -48,6 +54,34 @@ def expect_close(
         raise AssertionError(
             _message(what, want, got) + (f"\n  first difference: {problem}" if problem else "")
         )
+
+
+def expect_pinned(
+    student: Any, reference: Any, function: str, *cases: tuple, rel: float = 1e-9, abs: float = 1e-12
+) -> None:
+    """Fail unless `student.function(*args)` gives the reference's answer, and leaves its arguments as
+    the reference leaves them, for every `args` of `cases`. Give at least two cases with different
+    answers, neither of them degenerate (zero, empty, uniform), so that no constant passes."""
+    __tracebackhide__ = True
+    for args in cases:
+        mine, theirs = copy.deepcopy(args), copy.deepcopy(args)
+        got = getattr(student, function)(*mine)
+        want = getattr(reference, function)(*theirs)
+        expect_close(got, want, call(function, *args), rel, abs)
+        expect_close(_plain(mine), _plain(theirs), call(function, *args) + ": its arguments after the call")
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain data: objects by their attributes, a random.Random by its state."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, random.Random):
+        return list(value.getstate()[1])
+    if hasattr(value, "__dict__") and not callable(value):
+        return {"class": type(value).__name__, **_plain(vars(value))}
+    return value
 
 
 def expect_true(condition: bool, what: str, detail: str = "") -> None:

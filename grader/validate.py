@@ -1,13 +1,16 @@
 """`grader validate`: the suites judge the kit's own two modules as they must. The reference passes every
 test; the stubs earn nothing, and every test fails with its own exercise's NotImplementedError (not with
-an unrelated error, which would mean the test is broken or calls the wrong exercise).
+an unrelated error, which would mean the test is broken or calls the wrong exercise). The third verdict,
+trivial answers derived from the reference earning at most 5% of an exercise, is grader.trivial's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.inventory import load_inventory
 from grader.layout import MANIFEST, REFERENCE, STUDENT, SUITES
 from grader.manifest import Exercise, Manifest, load_manifest
 from grader.reference import read_reference
@@ -41,11 +44,18 @@ class ExerciseCheck:
         return out
 
 
-def validate(root: Path) -> list[ExerciseCheck]:
-    """Run both suites on the reference and on the stubs; one check per exercise, in manifest order."""
+def validate(root: Path, exercises: Sequence[int] | None = None) -> list[ExerciseCheck]:
+    """Run both suites on the reference and on the stubs; one check per exercise, in manifest order.
+    With `exercises`, only their tests run and only they are checked."""
+    from grader.grading import only_exercises, suite_files_in_order
+
     manifest = _manifest(root)
-    on_reference = run_suites(root, root / REFERENCE)
-    on_stubs = run_suites(root, root / STUDENT)
+    paths = None
+    if exercises:
+        manifest, inventory = only_exercises(manifest, load_inventory(root), exercises)
+        paths = suite_files_in_order(inventory)
+    on_reference = run_suites(root, root / REFERENCE, paths)
+    on_stubs = run_suites(root, root / STUDENT, paths)
     return [
         ExerciseCheck(
             exercise,
@@ -70,6 +80,11 @@ def report_rows(checks: list[ExerciseCheck]) -> list[str]:
         )
         rows += [f"    {problem}" for problem in check.problems]
     return rows
+
+
+def validated_manifest(root: Path) -> Manifest:
+    """The kit's manifest, checked against its reference."""
+    return _manifest(root)
 
 
 def _manifest(root: Path) -> Manifest:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.expect import expect_close, expect_true
+from grader.expect import expect_close, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(1)
 
@@ -43,6 +43,16 @@ def _program(lab, parse_words, answer_words, demo_specs=()):
     )
 
 
+def _pin(student, reference):
+    """Each property below also pins two accuracies: a constant within [floor, cap] satisfies them."""
+    prog = reference.Program(
+        {"parse": "Solve units", "answer": "Solve carefully"}, _demos(reference, [("D", True)])
+    )
+    expect_pinned(
+        student, reference, "p_correct", (prog, "A"), (prog, "D"), (prog, "C", reference.ToyParams(base=0.6))
+    )
+
+
 def _unclipped(lab, **fields):
     """ToyParams whose floor and cap never bind, so differences show the raw model."""
     return lab.ToyParams(floor=-100.0, cap=100.0, **fields)
@@ -73,8 +83,9 @@ def test_matches_reference_model(student, lab, reference, parse_words, answer_wo
 
 
 @given(instruction_words, instruction_words, demo_specs, param_specs)
-def test_result_within_floor_and_cap(student, lab, parse_words, answer_words, specs, fields):
+def test_result_within_floor_and_cap(student, reference, lab, parse_words, answer_words, specs, fields):
     """the result always lies within [params.floor, params.cap]"""
+    _pin(student, reference)
     prog = _program(lab, parse_words, answer_words, specs)
     params = lab.ToyParams(**fields)
     for kind in KINDS:
@@ -195,8 +206,9 @@ def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra,
 
 
 @given(st.sampled_from(KINDS), instruction_words, instruction_words, instruction_words, demo_specs)
-def test_only_the_kinds_module_matters(student, lab, kind, own, other_a, other_b, specs):
+def test_only_the_kinds_module_matters(student, reference, lab, kind, own, other_a, other_b, specs):
     """only the instruction of the kind's own module changes its accuracy"""
+    _pin(student, reference)
     a = _program(lab, *_module_words(lab, kind, own, other_a), specs)
     b = _program(lab, *_module_words(lab, kind, own, other_b), specs)
     expect_close(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.expect import expect_equal, expect_true
+from grader.expect import expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(2)
 
@@ -83,6 +83,19 @@ def _tokens(lab, prog, ex):
     return len(prog.words(lab.MODULE_OF[ex.kind])) + 20 * len(prog.demos) + 15 + 10
 
 
+def _pin(student, reference):
+    """The property below also pins two runs' demos (and rng states): no demos at all satisfies it."""
+    prog = reference.Program({"parse": "Solve units", "answer": "Solve the task."})
+    train = reference.make_dataset(12, seed=3)
+    expect_pinned(
+        student,
+        reference,
+        "bootstrap_demos",
+        (prog, train, random.Random(23)),
+        (prog, train, random.Random(5)),
+    )
+
+
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
 def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec, mspec, per_kind, keep_all):
     """the demos, the rng state and the meter after the call match the reference"""
@@ -118,9 +131,10 @@ def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec,
 
 @given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
 def test_keeps_only_passing_traces_within_the_cap_in_order(
-    student, lab, seed, tspec, pspec, parspec, per_kind
+    student, reference, lab, seed, tspec, pspec, parspec, per_kind
 ):
     """only passing traces are kept, at most max_per_kind per kind, in training order"""
+    _pin(student, reference)
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
     position = {ex.id: i for i, ex in enumerate(train)}
     expect_true(all(d.id in position for d in got), what, f"a demo id is not a training id: {got!r}")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.expect import expect_equal, expect_true
+from grader.expect import expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(3)
 
@@ -51,6 +51,15 @@ def _tied_best(stats):
     return [i for i, u in enumerate(scores) if best - u <= 1e-12]
 
 
+def _pin(student, reference):
+    """The property below also pins two picks (and rng states): always 0 satisfies it."""
+    cases = [
+        ([[1.5, 2], [0.3, 1], [2.7, 3]], random.Random(1), True, 0.0),
+        ([[0.2, 2], [0.9, 1], [0.0, 0]], random.Random(2)),
+    ]
+    expect_pinned(student, reference, "ucb_choice", *cases)
+
+
 @given(stats_lists, seeds, st.booleans(), explores)
 def test_matches_reference(student, reference, stats, seed, surrogate, explore):
     """the pick and the rng state after it match the reference"""
@@ -67,8 +76,9 @@ def test_matches_reference(student, reference, stats, seed, surrogate, explore):
 
 
 @given(stats_lists, seeds, st.booleans(), explores)
-def test_result_is_a_valid_index(student, stats, seed, surrogate, explore):
+def test_result_is_a_valid_index(student, reference, stats, seed, surrogate, explore):
     """the pick is always an index into stats"""
+    _pin(student, reference)
     what = _what(stats, seed, surrogate=surrogate, explore=explore)
     got, _ = _call(student, stats, seed, surrogate=surrogate, explore=explore)
     expect_true(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_equal, expect_true
+from grader.expect import call, expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(6)
 
@@ -42,6 +42,29 @@ def front_of(student, scores):
         f"expected the distinct candidate indices, got {got!r}",
     )
     return sorted(got), what
+
+
+# Plain cases: no tie, or one tie whose removal is the last candidate's (so that a bug in the removal
+# order costs the checks of the removal order, not these).
+PINNED = (
+    [[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.5, 0.5, 0.5]],
+    [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+)
+
+
+def _pin(student, reference):
+    """Each front property below also pins two fronts ([0, 1] and [0, 1, 2]): a fixed front, or an empty
+    one (every survivor of which vacuously wins something), satisfies some of them."""
+    for scores in PINNED:
+        got, what = front_of(student, scores)
+        expect_equal(got, reference.pareto_front(scores), what)
+
+
+def _pin_select(student, reference):
+    """Pins two draws of select_candidate (and the rng after them): a fixed pick from the front passes."""
+    expect_pinned(
+        student, reference, "select_candidate", (PINNED[1], random.Random(0)), (PINNED[1], random.Random(1))
+    )
 
 
 @given(tables())
@@ -80,8 +103,9 @@ def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
 
 @settings(max_examples=12)
 @given(tables())
-def test_front_is_never_empty(student, scores):
+def test_front_is_never_empty(student, reference, scores):
     """the front is never empty."""
+    _pin(student, reference)
     got, what = front_of(student, scores)
     expect_true(len(got) > 0, what, "the front is empty")
 
@@ -101,8 +125,9 @@ def test_every_best_score_is_kept(student, scores):
 
 @settings(max_examples=12)
 @given(tables())
-def test_survivors_win_something(student, scores):
+def test_survivors_win_something(student, reference, scores):
     """every survivor wins at least one instance."""
+    _pin(student, reference)
     got, what = front_of(student, scores)
     won = set().union(*winners(scores))
     expect_true(set(got) <= won, what, f"front {got} holds candidates that win no instance (winners: {won})")
@@ -120,8 +145,9 @@ def test_unique_winners_survive(student, scores):
 
 @settings(max_examples=12)
 @given(tables())
-def test_no_survivor_is_dominated(student, scores):
+def test_no_survivor_is_dominated(student, reference, scores):
     """no survivor is dominated by the other survivors (removal stops only when none is left)."""
+    _pin(student, reference)
     got, what = front_of(student, scores)
     wins, alive = winners(scores), set(got)
     for k in got:
@@ -134,8 +160,9 @@ def test_no_survivor_is_dominated(student, scores):
 
 @settings(max_examples=12)
 @given(tables(), st.randoms(use_true_random=False))
-def test_instance_order_does_not_matter(student, scores, shuffler):
+def test_instance_order_does_not_matter(student, reference, scores, shuffler):
     """permuting the instances does not change the front."""
+    _pin(student, reference)
     got, what = front_of(student, scores)
     order = list(range(len(scores[0])))
     shuffler.shuffle(order)
@@ -148,8 +175,9 @@ def test_instance_order_does_not_matter(student, scores, shuffler):
 
 @settings(max_examples=12)
 @given(tables(), st.integers(0, 5))
-def test_a_tie_won_by_all_changes_nothing(student, scores, where):
+def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
     """an extra instance on which every candidate scores 0 does not change the front."""
+    _pin(student, reference)
     got, what = front_of(student, scores)
     at = min(where, len(scores[0]))
     padded = [row[:at] + [0.0] + row[at:] for row in scores]
@@ -184,8 +212,9 @@ def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, 
 
 @settings(max_examples=12)
 @given(tables(max_cand=4), st.integers(1, 3), st.data())
-def test_of_identical_candidates_only_the_last_can_survive(student, scores, copies, data):
+def test_of_identical_candidates_only_the_last_can_survive(student, reference, scores, copies, data):
     """of identical candidates, only the one with the highest index can survive (lowest index goes first)."""
+    _pin(student, reference)
     k = data.draw(st.integers(0, len(scores) - 1), label="copied candidate")
     places = sorted(data.draw(st.lists(st.integers(0, len(scores)), min_size=copies, max_size=copies)))
     table = [list(r) for r in scores]
@@ -260,8 +289,9 @@ def test_select_candidate_matches_reference_draw_after_draw(student, reference, 
 
 @settings(max_examples=10)
 @given(tables(), st.integers(0, 2**32 - 1))
-def test_select_candidate_returns_survivors(student, scores, seed):
+def test_select_candidate_returns_survivors(student, reference, scores, seed):
     """select_candidate only returns candidates of the front."""
+    _pin_select(student, reference)
     front, _ = front_of(student, scores)
     rng = random.Random(seed)
     for _ in range(4):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_equal, expect_true
+from grader.expect import call, expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(7)
 
@@ -52,6 +52,17 @@ def asked(specs, module):
     return counts
 
 
+def _pin(student, reference):
+    """Each property below also pins two updates: the instruction unchanged satisfies most of them."""
+    asks = build(
+        reference, [("A", False, False), ("C", False, False), ("A", False, False), ("B", True, False)]
+    )
+    other = build(reference, [("D", False, False), ("F", False, False), ("A", False, False)])
+    expect_pinned(
+        student, reference, "reflect_update", ("Solve the task.", asks, "parse"), ("Solve", other, "answer")
+    )
+
+
 def reflect(student, instruction, traces, module, specs):
     got = student.reflect_update(instruction, traces, module)
     what = call("reflect_update", instruction, f"<traces (kind, correct, rule stated): {specs}>", module)
@@ -78,8 +89,9 @@ def test_adds_the_most_asked_fresh_word(lab, student, instruction, specs, module
 
 
 @given(instructions(), trace_specs, st.sampled_from(MODULES))
-def test_unchanged_or_one_word_appended(lab, student, instruction, specs, module):
+def test_unchanged_or_one_word_appended(lab, student, reference, instruction, specs, module):
     """the result is the instruction unchanged, or it without its trailing '.' plus one asked-for word."""
+    _pin(student, reference)
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     if got == instruction:
         return
@@ -91,8 +103,9 @@ def test_unchanged_or_one_word_appended(lab, student, instruction, specs, module
 
 
 @given(instructions(), trace_specs)
-def test_other_modules_are_ignored(lab, student, instruction, specs):
+def test_other_modules_are_ignored(lab, student, reference, instruction, specs):
     """traces of the other module do not change the result."""
+    _pin(student, reference)
     for module in MODULES:
         mine = [s for s in specs if MODULE_OF[s[0]] == module]
         got, what = reflect(student, instruction, build(lab, specs), module, specs)
@@ -105,8 +118,11 @@ def test_other_modules_are_ignored(lab, student, instruction, specs):
 
 
 @given(instructions(), trace_specs, st.sampled_from(MODULES), st.randoms(use_true_random=False))
-def test_only_failures_count_and_order_does_not_matter(lab, student, instruction, specs, module, shuffler):
+def test_only_failures_count_and_order_does_not_matter(
+    lab, student, reference, instruction, specs, module, shuffler
+):
     """correct traces and the order of the traces do not change the result."""
+    _pin(student, reference)
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     fails = [s for s in specs if not s[1]]
     shuffler.shuffle(fails)
@@ -115,8 +131,9 @@ def test_only_failures_count_and_order_does_not_matter(lab, student, instruction
 
 
 @given(instructions(), st.lists(st.sampled_from(sorted(RULES)), max_size=6), st.sampled_from(MODULES))
-def test_noise_failures_ask_for_nothing(lab, student, instruction, kinds, module):
+def test_noise_failures_ask_for_nothing(lab, student, reference, instruction, kinds, module):
     """failures whose feedback says the rule is stated (noise) leave the instruction unchanged."""
+    _pin(student, reference)
     specs = [(k, False, True) for k in kinds] + [(k, True, False) for k in kinds]
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     expect_equal(got, instruction, what)

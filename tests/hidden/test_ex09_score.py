@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
 
 from .gradients import copy3, softmax
 
@@ -27,6 +27,15 @@ def setups(draw):
     theta, g = draw(table), draw(table)
     s, t, v = draw(st.integers(0, S - 1)), draw(st.integers(0, T - 1)), draw(st.integers(0, V - 1))
     return S, T, V, theta, g, s, t, v
+
+
+def _pin(student, reference):
+    """Each property below also pins two updates of g: doing nothing to g satisfies most of them."""
+    policy = reference.TabPolicy(
+        2, 2, 3, [[[0.5, -0.2, 0.1], [0.0, 1.0, -1.0]], [[-0.3, 0.4, 0.0], [0.2, 0.2, -0.6]]]
+    )
+    g = [[[0.1, 0.0, -0.1], [0.0, 0.2, 0.0]], [[0.0, 0.0, 0.0], [0.3, -0.3, 0.0]]]
+    expect_pinned(student, reference, "add_score", (g, policy, 0, 1, 2, 0.5), (g, policy, 1, 0, 0, -2.0))
 
 
 def run(lab, student, setup, w):
@@ -71,8 +80,9 @@ def test_adds_onehot_minus_probs(lab, student, setup, w):
 
 
 @given(setups(), weight)
-def test_changes_g_in_place_and_returns_none(lab, student, setup, w):
+def test_changes_g_in_place_and_returns_none(lab, student, reference, setup, w):
     """add_score changes the caller's g in place, leaves the policy alone and returns None."""
+    _pin(student, reference)
     got, g, pol, what = run(lab, student, setup, w)
     S, T, V, theta, g0, s, t, v = setup
     expect_equal(pol.theta, theta, what + ", then the policy's theta")
@@ -83,8 +93,9 @@ def test_changes_g_in_place_and_returns_none(lab, student, setup, w):
 
 
 @given(setups(), weight)
-def test_added_entries_sum_to_zero(lab, student, setup, w):
+def test_added_entries_sum_to_zero(lab, student, reference, setup, w):
     """the entries added to g[s][t] sum to 0 (onehot and probabilities both sum to 1)."""
+    _pin(student, reference)
     _, g, _, what = run(lab, student, setup, w)
     s, t = setup[5], setup[6]
     added = [a - b for a, b in zip(g[s][t], setup[4][s][t], strict=False)]
@@ -97,8 +108,9 @@ def test_added_entries_sum_to_zero(lab, student, setup, w):
 
 @settings(max_examples=12)
 @given(setups(), weight, weight)
-def test_accumulates_linearly_in_w(lab, student, setup, w1, w2):
+def test_accumulates_linearly_in_w(lab, student, reference, setup, w1, w2):
     """two calls with weights w1 and w2 add what one call with w1 + w2 adds."""
+    _pin(student, reference)
     S, T, V, theta, g0, s, t, v = setup
     pol = lab.TabPolicy(S, T, V, copy3(theta))
     twice = copy3(g0)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_true
+from grader.expect import call, expect_close, expect_pinned, expect_true
 
 from .gradients import copy3, softmax
 
@@ -66,6 +66,14 @@ def grad(lab, student, S, T, V, theta, batch, *args):
         f"expected an S x T x V = {S} x {T} x {V} table, got {got!r}",
     )
     return got, what
+
+
+def _pin(student, reference):
+    """Each property below also pins two gradients: a zero table or a constant satisfies most of them."""
+    theta = [[[0.4, -0.3, 0.0], [1.0, 0.2, -0.5]], [[0.0, 0.7, -0.1], [0.3, 0.3, -0.6]]]
+    batch = [(0, (2, 1), 1.0), (1, (0, 0), 0.25), (0, (1, 1), -0.5)]
+    policy = reference.TabPolicy(2, 2, 3, theta)
+    expect_pinned(student, reference, "reinforce_grad", (policy, batch), (policy, batch[1:], "none"))
 
 
 def enumerate_all(S, T, V, theta, rewards):
@@ -168,8 +176,9 @@ def test_exact_enumeration_mean_baseline_changes_nothing(lab, student, case):
 
 @settings(max_examples=8)
 @given(batches(), reward, st.booleans(), st.data())
-def test_equal_rewards_with_mean_baseline_give_zero(lab, student, case, r, weighted, data):
+def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, case, r, weighted, data):
     """when every reward is the same, the mean baseline makes the gradient zero."""
+    _pin(student, reference)
     S, T, V, theta, batch = case
     batch = [(s, seq, r) for s, seq, _ in batch]
     args = ("mean", normalized(data.draw, len(batch))) if weighted else ()
@@ -180,8 +189,9 @@ def test_equal_rewards_with_mean_baseline_give_zero(lab, student, case, r, weigh
 
 @settings(max_examples=6)
 @given(batches(), st.lists(reward, min_size=5, max_size=5), reward, st.sampled_from(["mean", "none"]))
-def test_linear_in_rewards(lab, student, case, other, c, baseline):
+def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
     """the gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2)."""
+    _pin(student, reference)
     S, T, V, theta, batch = case
     b1 = batch
     b2 = [(s, seq, other[i]) for i, (s, seq, _) in enumerate(batch)]
@@ -200,8 +210,9 @@ def test_linear_in_rewards(lab, student, case, other, c, baseline):
 
 @settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
-def test_default_weights_are_one_over_n(lab, student, case, baseline):
+def test_default_weights_are_one_over_n(lab, student, reference, case, baseline):
     """leaving out the weights is the same as weights 1/len(batch)."""
+    _pin(student, reference)
     S, T, V, theta, batch = case
     got, what = grad(lab, student, S, T, V, theta, batch, baseline)
     want, _ = grad(lab, student, S, T, V, theta, batch, baseline, [1.0 / len(batch)] * len(batch))
@@ -219,8 +230,9 @@ def test_other_baselines_mean_no_baseline(lab, student, case, baseline):
 
 @settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
-def test_unvisited_states_get_zero_and_inputs_stay(lab, student, case, baseline):
+def test_unvisited_states_get_zero_and_inputs_stay(lab, student, reference, case, baseline):
     """states with no sample get zero rows, and the policy and batch are not changed."""
+    _pin(student, reference)
     S, T, V, theta, batch = case
     pol = lab.TabPolicy(S, T, V, copy3(theta))
     before = list(batch)

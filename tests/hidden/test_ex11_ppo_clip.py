@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from grader.expect import expect_close, expect_equal, expect_true
+from grader.expect import expect_close, expect_equal, expect_pinned, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas
 
@@ -47,6 +47,41 @@ def collected(lab, theta_old, delta, env_seed, seed, critic, kl_beta):
 
 # ---- clip_flows ---------------------------------------------------------------------------------------
 
+# Away from the boundaries, both verdicts, both signs: a constant, or a coin flip, fails some of them.
+PINNED_CLIP = [
+    (1.0, 1.1, 0.2, True),
+    (1.0, 1.5, 0.2, False),
+    (2.0, 0.5, 0.3, True),
+    (-1.0, 0.9, 0.2, True),
+    (-1.0, 0.5, 0.2, False),
+    (-2.0, 1.6, 0.3, True),
+    (0.5, 2.0, 0.5, False),
+    (-0.5, 0.3, 0.5, False),
+    (3.0, 1.25, 0.3, True),
+    (0.25, 1.4, 0.3, False),
+    (-3.0, 0.75, 0.3, True),
+    (-0.25, 0.6, 0.3, False),
+]
+
+
+def _pin_clip(student, reference, sign=None):
+    """Each clip_flows property below also pins the verdicts above (a constant answer, or a coin flip,
+    passes it); a check of one sign of A pins that sign's cases only, so a bug of the other sign costs
+    the other sign's checks."""
+    for A, ratio, eps, want in PINNED_CLIP:
+        if sign is None or (A > 0) == (sign > 0):
+            expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+
+
+def _pin_grad(student, reference):
+    """Pins ppo_grad on two batches: a zero table passes the property of clipped tokens."""
+    policy = reference.TabPolicy(
+        S, T, V, [[[0.2 * (s - t + v) for v in range(V)] for t in range(T)] for s in range(S)]
+    )
+    first = reference.PPOSample(s=0, seq=(1, 2), R=0.0, logp_old=[-1.0, -1.2], G=[0.0, 0.0], A=[0.6, -0.3])
+    second = reference.PPOSample(s=1, seq=(0, 0), R=0.0, logp_old=[-1.1, -0.9], G=[0.0, 0.0], A=[1.0, 0.4])
+    expect_pinned(student, reference, "ppo_grad", (policy, [first], 0.2), (policy, [first, second], 0.3))
+
 
 @given(A=st.floats(-10, 10), ratio=st.floats(0.0, 5.0), eps=st.floats(0.01, 0.99))
 def test_clip_flows_follows_the_clip_rule(student, A, ratio, eps):
@@ -59,16 +94,18 @@ def test_clip_flows_follows_the_clip_rule(student, A, ratio, eps):
 
 @pytest.mark.parametrize("eps", [0.125, 0.25, 0.375, 0.5, 0.75], ids=opaque(5, "eps"))
 @pytest.mark.parametrize("A", [0.25, 3.0, -0.25, -3.0], ids=opaque(4, "A"))
-def test_clip_flows_at_the_boundaries(student, A, eps):
+def test_clip_flows_at_the_boundaries(student, reference, A, eps):
     """A ratio exactly at 1 + eps (A > 0) or 1 - eps (A < 0) is held by the clip; the other end passes."""
+    _pin_clip(student, reference, A)
     held, free = (1 + eps, 1 - eps) if A > 0 else (1 - eps, 1 + eps)
     expect_equal(student.clip_flows(A, held, eps), False, f"clip_flows({A!r}, {held!r}, {eps!r})")
     expect_equal(student.clip_flows(A, free, eps), True, f"clip_flows({A!r}, {free!r}, {eps!r})")
 
 
 @given(ratio=st.floats(0.0, 10.0), eps=st.floats(0.01, 0.99), negative_zero=st.booleans())
-def test_clip_flows_zero_advantage(student, ratio, eps, negative_zero):
+def test_clip_flows_zero_advantage(student, reference, ratio, eps, negative_zero):
     """A zero advantage never passes gradient."""
+    _pin_clip(student, reference)
     A = -0.0 if negative_zero else 0.0
     expect_equal(student.clip_flows(A, ratio, eps), False, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
 
@@ -153,8 +190,9 @@ def blocked_samples(draw, lab, clip):
 @given(
     data=st.data(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6), clip=st.sampled_from([0.1, 0.2])
 )
-def test_ppo_grad_ignores_clipped_tokens(student, lab, data, env_seed, seed, clip):
+def test_ppo_grad_ignores_clipped_tokens(student, reference, lab, data, env_seed, seed, clip):
     """Tokens the clip holds add nothing: appending them only changes the normalisation."""
+    _pin_grad(student, reference)
     policy, extra = data.draw(blocked_samples(lab, clip))
     env = lab.ToyEnv(S, T, V, seed=env_seed)
     critic = [[0.5, -0.5]] * S

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_true
+from grader.expect import call, expect_close, expect_pinned, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas
 
@@ -33,6 +33,26 @@ def margin(policy, groups, clip):
     return min(min(abs(r - 1 - clip), abs(r - 1 + clip)) for r in rs)
 
 
+def _pin_kl(student, reference):
+    """Each kl_k3 property below also pins two values: 0.0 or a constant satisfies most of them."""
+    expect_pinned(student, reference, "kl_k3", (math.log(0.5), math.log(0.125)), (-1.0, -2.0), (-2.0, -0.5))
+
+
+def _pin_grpo(student, reference):
+    """Pins grpo_grad on two cases: some collected batches have no signal, and a zero table passes them."""
+    third = math.log(1 / 3)
+    policy, ref = (
+        reference.TabPolicy(1, 2, 3),
+        reference.TabPolicy(1, 2, 3, [[[0.5, 0.0, -0.5], [0.0, 0.2, 0.0]]]),
+    )
+    group = reference.Group(0, [(0, 1), (2, 1)], [1.0, 0.0], [0.5, -0.5], [[third] * 2, [third] * 2])
+    cases = [
+        (policy, ref, [group], reference.GRPOConfig(beta=0.0)),
+        (policy, ref, [group], reference.GRPOConfig()),
+    ]
+    expect_pinned(student, reference, "grpo_grad", *cases)
+
+
 def log_softmax(xs):
     m = max(xs)
     z = m + math.log(math.fsum(math.exp(x - m) for x in xs))
@@ -43,21 +63,24 @@ def log_softmax(xs):
 
 
 @given(logp_ref=LOGP, logp=LOGP)
-def test_kl_k3_is_never_negative(student, logp_ref, logp):
+def test_kl_k3_is_never_negative(student, reference, logp_ref, logp):
     """k3 is never negative."""
+    _pin_kl(student, reference)
     got = student.kl_k3(logp_ref, logp)
     expect_true(got >= -1e-12, f"kl_k3({logp_ref!r}, {logp!r}) = {got!r} is negative")
 
 
 @given(logp=st.floats(-20.0, 0.0))
-def test_kl_k3_is_zero_when_the_log_probs_agree(student, logp):
+def test_kl_k3_is_zero_when_the_log_probs_agree(student, reference, logp):
     """k3 is 0 when the two log-probabilities agree."""
+    _pin_kl(student, reference)
     expect_close(student.kl_k3(logp, logp), 0.0, call("kl_k3", logp, logp), abs=1e-12)
 
 
 @given(logp_ref=LOGP, gap=st.floats(1e-3, 6.0), sign=st.sampled_from([1.0, -1.0]))
-def test_kl_k3_is_positive_when_the_log_probs_differ(student, logp_ref, gap, sign):
+def test_kl_k3_is_positive_when_the_log_probs_differ(student, reference, logp_ref, gap, sign):
     """k3 is strictly positive when the two log-probabilities differ."""
+    _pin_kl(student, reference)
     logp = logp_ref + sign * gap
     got = student.kl_k3(logp_ref, logp)
     expect_true(got > 0.0, f"kl_k3({logp_ref!r}, {logp!r}) = {got!r} is not positive")
@@ -196,6 +219,7 @@ def trained_case(lab, reference, seed, cfg):
 )
 def test_grpo_grad_matches_reference_on_collected_groups(student, lab, reference, seed, kw):
     """grpo_grad matches the reference on groups collected from a trained policy, and changes no argument."""
+    _pin_grpo(student, reference)
     cfg = lab.GRPOConfig(group=4, prompts=3, **kw)
     policy, ref, groups = trained_case(lab, reference, seed, cfg)
     assert margin(policy, groups, cfg.clip) > 1e-6, "test input too close to a clip boundary"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas, zeros
 
@@ -21,6 +21,15 @@ DATA = st.lists(PAIR, min_size=1, max_size=6)
 
 def grad_call(policy, data):
     return f"sft_grad({policy_text(policy)}, {data!r})"
+
+
+def _pin(student, reference):
+    """Each sft_grad property below also pins two gradients: a zero table satisfies them."""
+    policy = reference.TabPolicy(
+        S, T, V, [[[0.3 * (s + t) - 0.4 * v for v in range(V)] for t in range(T)] for s in range(S)]
+    )
+    data = [(0, (1, 2)), (1, (0, 0)), (0, (1, 0))]
+    expect_pinned(student, reference, "sft_grad", (policy, data), (policy, data[1:]))
 
 
 def mean_token_loglik(policy, data):
@@ -42,8 +51,9 @@ def test_sft_grad_is_the_gradient_of_the_mean_token_log_likelihood(student, lab,
 
 @settings(max_examples=15)
 @given(theta=thetas(-3.0, 3.0), data=DATA)
-def test_sft_grad_structure(student, lab, theta, data):
+def test_sft_grad_structure(student, reference, lab, theta, data):
     """Each logit row of the gradient sums to 0, and rows that no data token reaches are 0."""
+    _pin(student, reference)
     policy = lab.TabPolicy(S, T, V, theta)
     g = student.sft_grad(policy, data)
     what = grad_call(policy, data)
@@ -58,8 +68,9 @@ def test_sft_grad_structure(student, lab, theta, data):
 
 @settings(max_examples=10)
 @given(theta=thetas(-3.0, 3.0), first=DATA, second=DATA)
-def test_sft_grad_of_joined_data_is_the_weighted_mean(student, lab, theta, first, second):
+def test_sft_grad_of_joined_data_is_the_weighted_mean(student, reference, lab, theta, first, second):
     """The gradient on two data sets joined is their gradients' mean weighted by their sizes."""
+    _pin(student, reference)
     policy = lab.TabPolicy(S, T, V, theta)
     g1, g2 = student.sft_grad(policy, first), student.sft_grad(policy, second)
     g = student.sft_grad(policy, first + second)
@@ -91,8 +102,9 @@ def fitted_case(draw):
 
 
 @given(case=fitted_case())
-def test_sft_grad_vanishes_where_the_policy_matches_the_data(student, lab, case):
+def test_sft_grad_vanishes_where_the_policy_matches_the_data(student, reference, lab, case):
     """The gradient is 0 when the policy's token probabilities equal the data's token frequencies."""
+    _pin(student, reference)
     theta, data = case
     policy = lab.TabPolicy(1, T, V, theta)
     expect_close(student.sft_grad(policy, data), zeros(1), grad_call(policy, data), abs=1e-12)

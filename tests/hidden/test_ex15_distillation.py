@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import expect_close, expect_true
+from grader.expect import expect_close, expect_pinned, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas, zeros
 
@@ -20,6 +20,31 @@ SEQ = st.lists(st.integers(0, V - 1), min_size=1, max_size=T).map(tuple)
 SAMPLES = st.lists(
     st.tuples(st.integers(0, S - 1), st.tuples(*[st.integers(0, V - 1)] * T)), min_size=1, max_size=6
 )
+
+
+def _policies(reference):
+    student = [[[0.3 * (s + t) - 0.4 * v for v in range(V)] for t in range(T)] for s in range(S)]
+    teacher = [[[0.5 * v - 0.2 * (s - t) for v in range(V)] for t in range(T)] for s in range(S)]
+    return reference.TabPolicy(S, T, V, student), reference.TabPolicy(S, T, V, teacher)
+
+
+def _pin_kl(student, reference):
+    """Each token_reverse_kl property below also pins two answers: zeros satisfy them."""
+    pol, teacher = _policies(reference)
+    expect_pinned(student, reference, "token_reverse_kl", (pol, teacher, 0, (1, 2)), (pol, teacher, 1, (0,)))
+
+
+def _pin_grad(student, reference):
+    """Pins on_policy_distill_grad on two batches: a zero table passes the student-is-the-teacher check."""
+    pol, teacher = _policies(reference)
+    samples = [(0, (0, 1)), (1, (2, 0)), (0, (2,))]
+    expect_pinned(
+        student,
+        reference,
+        "on_policy_distill_grad",
+        (pol, teacher, samples),
+        (pol, teacher, samples[1:], [0.7, 0.3]),
+    )
 
 
 def kl_call(pol, teacher, s, seq):
@@ -57,16 +82,20 @@ def test_token_reverse_kl_is_the_log_ratio_at_each_token(student, lab, theta, te
 
 
 @given(theta=thetas(-3.0, 3.0), s=st.integers(0, S - 1), seq=SEQ)
-def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab, theta, s, seq):
+def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, reference, lab, theta, s, seq):
     """Every term is 0 when the student is the teacher."""
+    _pin_kl(student, reference)
     pol, teacher = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, copy3(theta))
     got = student.token_reverse_kl(pol, teacher, s, seq)
     expect_close(got, [0.0] * len(seq), kl_call(pol, teacher, s, seq), abs=1e-12)
 
 
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), s=st.integers(0, S - 1), seq=SEQ)
-def test_token_reverse_kl_changes_sign_when_the_roles_swap(student, lab, theta, teacher_theta, s, seq):
+def test_token_reverse_kl_changes_sign_when_the_roles_swap(
+    student, reference, lab, theta, teacher_theta, s, seq
+):
     """Swapping student and teacher negates every term."""
+    _pin_kl(student, reference)
     pol, teacher = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, teacher_theta)
     forward = student.token_reverse_kl(pol, teacher, s, seq)
     backward = student.token_reverse_kl(teacher, pol, s, seq)
@@ -98,8 +127,11 @@ def test_distill_grad_with_exact_weights_is_minus_the_reverse_kl_gradient(
 
 
 @given(theta=thetas(-3.0, 3.0), samples=SAMPLES, weighted=st.booleans())
-def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab, theta, samples, weighted):
+def test_distill_grad_is_zero_when_the_student_is_the_teacher(
+    student, reference, lab, theta, samples, weighted
+):
     """The gradient is 0 when the student is the teacher."""
+    _pin_grad(student, reference)
     pol, teacher = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, copy3(theta))
     weights = [0.5 + i for i in range(len(samples))] if weighted else None
     args = (samples, weights) if weighted else (samples,)

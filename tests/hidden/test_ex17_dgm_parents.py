@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(17)
 
@@ -37,6 +37,17 @@ def archives(draw, min_size=1, max_size=8):
 
 def build(lab, rows):
     return [lab.AgentVariant(*row) for row in rows]
+
+
+def _pin(student, reference):
+    """Each dgm_weights property below also pins two archives' weights: zeros satisfy them."""
+    rows = [
+        (0, frozenset({"edit_tool"}), 0.2, None),
+        (1, frozenset({"retry"}), 0.6, 0),
+        (2, frozenset(), 0.9, 1),
+    ]
+    archive = build(reference, rows)
+    expect_pinned(student, reference, "dgm_weights", (archive,), (archive[:2], 4.0, 0.3), rel=1e-12, abs=0.0)
 
 
 def formula(archive, lam=10.0, alpha0=0.5):
@@ -89,8 +100,9 @@ def test_weights_match_the_reference(student, reference, lab, rows, lam, alpha0)
 
 @settings(max_examples=15)
 @given(archives(), st.data())
-def test_weights_follow_the_archive_order(student, lab, rows, data):
+def test_weights_follow_the_archive_order(student, reference, lab, rows, data):
     """Reordering the archive reorders the weights the same way (one weight per variant)."""
+    _pin(student, reference)
     archive = build(lab, rows)
     order = data.draw(st.permutations(range(len(archive))))
     shuffled = [archive[i] for i in order]
@@ -107,8 +119,9 @@ def test_weights_follow_the_archive_order(student, lab, rows, data):
 
 @settings(max_examples=15)
 @given(archives(max_size=6), st.data())
-def test_a_first_child_halves_the_weight(student, lab, rows, data):
+def test_a_first_child_halves_the_weight(student, reference, lab, rows, data):
     """When a variant without children gets its first child, its weight halves and the others stay."""
+    _pin(student, reference)
     archive = build(lab, rows)
     childless = [k for k, a in enumerate(archive) if not any(b.parent == a.id for b in archive)]
     k = data.draw(st.sampled_from(childless))

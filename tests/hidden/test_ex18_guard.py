@@ -40,6 +40,20 @@ def expect_verdict(got, want, what):
         )
 
 
+_PINNED = {"eval.py": "scale=1\n", "train.py": "lr=0.02\n", "program.md": "Edit train.py only.\n"}
+
+
+def _pin(student, reference):
+    """Each guard check below also pins one passing and one failing verdict (and leaves its arguments
+    alone): a guard that always answers the same, or answers without comparing hashes, fails it."""
+    locked = {n: sha(_PINNED[n]) for n in ("eval.py", "program.md")}
+    cases = [(dict(_PINNED), True), (dict(_PINNED, **{"eval.py": "scale=0\n"}), False)]
+    for files, want in cases:
+        before = dict(files)
+        expect_verdict(student.guard_ok(files, dict(locked)), want, call("guard_ok", before, locked))
+        expect_true(files == before, call("guard_ok", before, locked), f"the files became {files!r}")
+
+
 @given(text)
 def test_file_hash_is_the_sha256_hex_digest_of_the_utf8_text(student, t):
     """file_hash is the SHA-256 hex digest of the text encoded as UTF-8."""
@@ -47,15 +61,17 @@ def test_file_hash_is_the_sha256_hex_digest_of_the_utf8_text(student, t):
 
 
 @given(repos(min_locked=0))
-def test_guard_passes_for_unchanged_files(student, repo):
+def test_guard_passes_for_unchanged_files(student, reference, repo):
     """The guard passes when every locked file is present and unchanged."""
+    _pin(student, reference)
     files, locked = repo
     expect_verdict(student.guard_ok(dict(files), locked), True, call("guard_ok", files, locked))
 
 
 @given(repos(), st.data())
-def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, repo, data):
+def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, reference, repo, data):
     """Changing one character of one locked file fails the guard, whichever character and position."""
+    _pin(student, reference)
     files, locked = repo
     target = data.draw(st.sampled_from(sorted(locked)))
     old = files[target] or data.draw(nonempty)
@@ -69,8 +85,9 @@ def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, repo
 
 
 @given(repos(), st.data())
-def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, repo, data):
+def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, reference, repo, data):
     """Inserting or deleting one character of a locked file fails the guard."""
+    _pin(student, reference)
     files, locked = repo
     target = data.draw(st.sampled_from(sorted(locked)))
     old = files[target]
@@ -85,8 +102,9 @@ def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, repo, data):
 
 
 @given(repos(), st.data())
-def test_guard_fails_when_a_locked_file_is_missing(student, repo, data):
+def test_guard_fails_when_a_locked_file_is_missing(student, reference, repo, data):
     """A missing locked file fails the guard (False, not an exception)."""
+    _pin(student, reference)
     files, locked = repo
     target = data.draw(st.sampled_from(sorted(locked)))
     del files[target]
@@ -94,8 +112,9 @@ def test_guard_fails_when_a_locked_file_is_missing(student, repo, data):
 
 
 @given(repos(), st.data())
-def test_guard_fails_when_a_locked_file_is_renamed(student, repo, data):
+def test_guard_fails_when_a_locked_file_is_renamed(student, reference, repo, data):
     """Renaming a locked file, with the same text, fails the guard."""
+    _pin(student, reference)
     files, locked = repo
     target = data.draw(st.sampled_from(sorted(locked)))
     new_name = data.draw(name.filter(lambda n: n not in files))
@@ -104,8 +123,9 @@ def test_guard_fails_when_a_locked_file_is_renamed(student, repo, data):
 
 
 @given(repos(), st.data())
-def test_guard_ignores_changes_to_unlocked_files(student, repo, data):
+def test_guard_ignores_changes_to_unlocked_files(student, reference, repo, data):
     """Changing, adding or removing files that are not locked leaves the guard passing."""
+    _pin(student, reference)
     files, locked = repo
     for n in [n for n in files if n not in locked]:
         if data.draw(st.booleans()):
@@ -119,14 +139,16 @@ def test_guard_ignores_changes_to_unlocked_files(student, repo, data):
 
 
 @given(st.dictionaries(name, text, max_size=4))
-def test_guard_with_an_empty_lock_set_passes(student, files):
+def test_guard_with_an_empty_lock_set_passes(student, reference, files):
     """With no locked files the guard passes, whatever the files."""
+    _pin(student, reference)
     expect_verdict(student.guard_ok(files, {}), True, call("guard_ok", files, {}))
 
 
 @given(repos())
-def test_guard_does_not_change_its_arguments(student, repo):
+def test_guard_does_not_change_its_arguments(student, reference, repo):
     """guard_ok leaves the files and the lock set as they were."""
+    _pin(student, reference)
     files, locked = repo
     files_copy, locked_copy = dict(files), dict(locked)
     student.guard_ok(files, locked)
@@ -137,8 +159,9 @@ def test_guard_does_not_change_its_arguments(student, repo):
     )
 
 
-def test_guard_fails_when_any_one_of_several_locked_files_changes(student):
+def test_guard_fails_when_any_one_of_several_locked_files_changes(student, reference):
     """With several locked files, one changed file is enough to fail the guard."""
+    _pin(student, reference)
     files = {
         "eval.py": "scale=1\noffset=0\n",
         "program.md": "Do not touch eval.py.\n",

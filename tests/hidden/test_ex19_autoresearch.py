@@ -38,6 +38,18 @@ def expect_same_rng(mine, theirs, what):
     )
 
 
+def _pin(student, reference):
+    """Each property below also pins two whole runs (result and rng state): a fixed result, or one with
+    nothing blocked and nothing kept, satisfies some of them."""
+    for n, s, which, guard in ((12, 3, "sneaky", True), (20, 8, "honest", False)):
+        mine, theirs = random.Random(s), random.Random(s)
+        what = run_text(n, s, which, guard)
+        got = fields(student.autoresearch(n, mine, proposer_of(reference, which), guard=guard))
+        want = fields(reference.autoresearch(n, theirs, proposer_of(reference, which), guard=guard))
+        expect_close(got, want, what, rel=1e-12, abs=1e-12)
+        expect_same_rng(mine, theirs, what)
+
+
 # -- against the reference -------------------------------------------------------------------------------
 
 
@@ -75,8 +87,9 @@ def test_defaults_are_the_honest_proposer_with_the_guard_on(student, reference, 
 
 
 @given(iters, seed)
-def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, lab, n, s):
+def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, reference, lab, n, s):
     """With the guard on, eval.py and program.md are never changed and the reported loss is the true loss."""
+    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True)
     what = run_text(n, s, "sneaky", True)
     start = lab.start_repo()
@@ -98,8 +111,9 @@ def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, lab,
 
 
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]))
-def test_without_the_guard_nothing_is_blocked(student, lab, n, s, which):
+def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, which):
     """With the guard off, no edit is blocked."""
+    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
     what = run_text(n, s, which, False)
     expect_equal(result.blocked, 0, f"blocked of {what}")
@@ -145,8 +159,9 @@ def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
 
 
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
-def test_the_reported_loss_only_goes_down(student, lab, n, s, which, guard):
+def test_the_reported_loss_only_goes_down(student, reference, lab, n, s, which, guard):
     """Kept losses go down discarded ones are not lower; the result reports the last kept one."""
+    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
     what = run_text(n, s, which, guard)
     best = lab.reported_loss(lab.start_repo())

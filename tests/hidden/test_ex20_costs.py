@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(20)
 
@@ -41,6 +41,18 @@ def crossing_pairs(draw):
 
 
 pairs = st.one_of(st.tuples(plans, plans), crossing_pairs())
+
+
+def _pin_breakeven(student, reference):
+    """Each breakeven property below also pins two numbers of calls: None or 0 satisfies some of them."""
+    a, b, c = plan(0.0, 0.05, 0.6), plan(100.0, 0.01, 0.9), plan(500.0, 0.02, 0.95)
+    expect_pinned(student, reference, "breakeven_calls", (a, b, 0.1), (a, c), rel=1e-8, abs=1e-9)
+
+
+def _pin_cheapest(student, reference):
+    """Each cheapest property below also pins two answers: a fixed choice satisfies them."""
+    few, many = reference.CostInputs(calls=5_000), reference.CostInputs(calls=5_000_000)
+    expect_pinned(student, reference, "cheapest", (few,), (many,), rel=1e-8, abs=1e-9)
 
 
 def effective(p, error_cost):
@@ -173,8 +185,9 @@ def test_at_breakeven_both_plans_cost_the_same(student, ab, e):
 
 
 @given(plans, st.floats(0.0, 1.0), money)
-def test_breakeven_is_none_when_the_rates_are_equal(student, a, e, fixed):
+def test_breakeven_is_none_when_the_rates_are_equal(student, reference, a, e, fixed):
     """When b's effective cost per call equals a's, b never wins (None), whatever the fixed costs."""
+    _pin_breakeven(student, reference)
     b = dict(a, fixed=fixed)
     got = student.breakeven_calls(a, b, e)
     expect_true(got is None, call("breakeven_calls", a, b, e), f"expected: None\n  got:      {got!r}")
@@ -183,6 +196,7 @@ def test_breakeven_is_none_when_the_rates_are_equal(student, a, e, fixed):
 @given(cost_fields, st.floats(0.0, 1.0), st.data())
 def test_breakeven_uses_its_error_cost_argument(student, reference, lab, fields, e, data):
     """breakeven_calls uses its error_cost argument (not the inputs' error_cost), 0.10 by default."""
+    _pin_breakeven(student, reference)
     c = lab.CostInputs(**fields)
     names = data.draw(st.permutations(["plan_none", "plan_prompt", "plan_weights", "plan_both"]))
     a, b = getattr(lab, names[0])(c), getattr(lab, names[1])(c)
@@ -231,8 +245,9 @@ def test_cheapest_matches_the_reference(student, reference, lab, fields):
 
 
 @given(cost_fields)
-def test_cheapest_has_the_lowest_total_with_errors(student, lab, fields):
+def test_cheapest_has_the_lowest_total_with_errors(student, reference, lab, fields):
     """The option cheapest names is one of its options, with the lowest total_with_errors among them."""
+    _pin_cheapest(student, reference)
     c = lab.CostInputs(**fields)
     what = call("cheapest", c)
     name, opts = student.cheapest(c)
@@ -255,8 +270,9 @@ def test_api_only_never_picks_weights(student, lab, fields):
 
 
 @given(cost_fields)
-def test_with_fine_tuning_all_four_options_are_offered(student, lab, fields):
+def test_with_fine_tuning_all_four_options_are_offered(student, reference, lab, fields):
     """With fine-tuning allowed, the options are none, prompt, weights and both."""
+    _pin_cheapest(student, reference)
     c = lab.CostInputs(**dict(fields, can_finetune=True))
     _, opts = student.cheapest(c)
     expect_equal(

@@ -35,8 +35,10 @@ def _check_all_kinds(student, prog, want, params=None):
 
 
 def test_plain_program_gets_the_base_rate(student, lab):
-    """No rule word, no demos, a short instruction: every kind gets params.base = 0.35."""
+    """No rule word, no demos, a short instruction: every kind gets params.base = 0.35 (0.5 with
+    ToyParams(base=0.5))."""
     _check_all_kinds(student, _program(lab), {kind: 0.35 for kind in KINDS})
+    _check_all_kinds(student, _program(lab), {kind: 0.5 for kind in KINDS}, lab.ToyParams(base=0.5))
 
 
 def test_rule_word_helps_only_its_kind_in_its_module(student, lab):

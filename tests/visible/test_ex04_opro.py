@@ -15,7 +15,8 @@ HEADER = "Here are earlier instructions and their scores. Write a new instructio
 
 
 def test_prompt_lists_instructions_ascending(student):
-    """Three instructions, sorted by score; 0.456 is shown as 0.46, 0.5 as 0.50, 0.8125 as 0.81."""
+    """Three instructions, sorted by score; 0.456 is shown as 0.46, 0.5 as 0.50, 0.8125 as 0.81 (and two
+    more)."""
     history = [("Solve the task.", 0.5), ("Solve units", 0.8125), ("Solve dates carefully", 0.456)]
     want = "\n".join(
         [
@@ -28,6 +29,9 @@ def test_prompt_lists_instructions_ascending(student):
             "score: 0.81",
         ]
     )
+    expect_equal(student.opro_prompt(history), want, call("opro_prompt", history))
+    history = [("Solve units", 0.7), ("Solve", 0.2)]
+    want = "\n".join([HEADER, "text: Solve", "score: 0.20", "text: Solve units", "score: 0.70"])
     expect_equal(student.opro_prompt(history), want, call("opro_prompt", history))
     # k larger than the history: all of it
     expect_equal(student.opro_prompt(history, k=10), want, call("opro_prompt", history, k=10))

@@ -29,6 +29,12 @@ def test_pareto_returns_survivors_and_the_winners_of_each_instance(student):
     expect_equal([set(w) for w in wins], [{0, 1}, {0}, {2}], what + " (the wins, as sets)")
     # Candidate 1 wins only instance 0, which candidate 0 also wins: it is dominated.
     expect_equal(set(survivors), {0, 2}, what + " (the survivors, as a set)")
+    # Instance 0 is won by 0 alone, instance 1 by 1 and 2: 1 is dominated (2 still wins instance 1).
+    scores = [[1.0, 0.5], [0.0, 1.0], [0.0, 1.0]]
+    survivors, wins = student._pareto(scores)
+    what = call("_pareto", scores)
+    expect_equal([set(w) for w in wins], [{0}, {1, 2}], what + " (the wins, as sets)")
+    expect_equal(set(survivors), {0, 2}, what + " (the survivors, as a set)")
 
 
 def test_pareto_front_keeps_every_candidate_that_wins_an_instance_alone(student):
@@ -67,6 +73,12 @@ def test_an_instance_where_everyone_scores_zero_is_a_tie_won_by_all(student):
     # All zero: both win both instances; 0 is removed first (1 still wins), 1 stays.
     scores = [[0.0, 0.0], [0.0, 0.0]]
     expect_equal(front(student, scores), [1], call("pareto_front", scores))
+    # The all-zero instance second, candidate 0 best on the first: 0 wins both and 1 is dominated.
+    scores = [[1.0, 0.0], [0.0, 0.0]]
+    survivors, wins = student._pareto(scores)
+    what = call("_pareto", scores)
+    expect_equal([set(w) for w in wins], [{0}, {0, 1}], what + " (the wins, as sets)")
+    expect_equal(set(survivors), {0}, what + " (the survivors, as a set)")
 
 
 def test_select_candidate_samples_survivors_by_their_win_counts(student):

@@ -43,7 +43,8 @@ def kinds(traces):
 
 
 def test_adds_the_rule_asked_for_most_often(lab, student):
-    """Two failures ask for 'units', one for 'dates': 'units' is added, after the trailing '.' goes."""
+    """Two failures ask for 'units', one for 'dates': 'units' is added, after the trailing '.' goes. Two
+    for 'dates' and one for 'units': 'dates' is added."""
     traces = [
         trace(lab, "C", i=0),
         trace(lab, "A", i=1),
@@ -53,6 +54,11 @@ def test_adds_the_rule_asked_for_most_often(lab, student):
     got = student.reflect_update("Solve the task.", traces, "parse")
     expect_equal(
         got, "Solve the task units", call("reflect_update", "Solve the task.", kinds(traces), "parse")
+    )
+    traces = [trace(lab, "C", i=0), trace(lab, "A", i=1), trace(lab, "C", i=2)]
+    got = student.reflect_update("Solve the task.", traces, "parse")
+    expect_equal(
+        got, "Solve the task dates", call("reflect_update", "Solve the task.", kinds(traces), "parse")
     )
 
 
@@ -99,3 +105,11 @@ def test_unchanged_when_no_failure_names_a_missing_rule(lab, student):
             "Solve units carefully.",
             call("reflect_update", "Solve units carefully.", kinds(traces), "parse"),
         )
+    # against these: a failure that names a missing rule does change it
+    traces = [trace(lab, "A", noise=True, i=0), trace(lab, "B", i=1)]
+    got = student.reflect_update("Solve units carefully.", traces, "parse")
+    expect_equal(
+        got,
+        "Solve units carefully negatives",
+        call("reflect_update", "Solve units carefully.", kinds(traces), "parse"),
+    )

@@ -10,8 +10,9 @@ pytestmark = pytest.mark.exercise(8)
 
 
 def test_equal_logits_give_a_uniform_distribution(student):
-    """Equal logits: every entry gets 1/n."""
-    for xs, want in (([0.0, 0.0], [0.5, 0.5]), ([3.0, 3.0, 3.0, 3.0], [0.25] * 4)):
+    """Equal logits: every entry gets 1/n; two equal logits next to a larger one still share equally."""
+    cases = (([0.0, 0.0], [0.5, 0.5]), ([3.0, 3.0, 3.0, 3.0], [0.25] * 4))
+    for xs, want in (*cases, ([0.0, 0.0, math.log(2.0)], [0.25, 0.25, 0.5])):
         expect_close(student.softmax(xs), want, call("softmax", xs))
 
 
@@ -30,9 +31,11 @@ def test_known_values(student):
 
 
 def test_a_single_logit_gets_probability_one(student):
-    """One entry: [1.0], whatever the logit."""
+    """One entry: [1.0], whatever the logit; with a second logit log 3 above it, that one gets 3/4."""
     for xs in ([5.0], [-700.0], [1000.0]):
         expect_close(student.softmax(xs), [1.0], call("softmax", xs))
+    for xs, want in (([5.0, 5.0 + math.log(3.0)], [0.25, 0.75]), ([math.log(3.0), 0.0], [0.75, 0.25])):
+        expect_close(student.softmax(xs), want, call("softmax", xs))
 
 
 def test_large_logits_do_not_overflow(student):

@@ -36,6 +36,11 @@ def test_one_sample_without_baseline(lab, student):
     # t = 1: softmax([-0.2, 0]) = [0.4502, 0.5498], so 2 * ([1, 0] - p)
     want[2] = [[-0.851114966376682, 0.8511149663766819], [1.099667994624956, -1.099667994624956]]
     expect_close(got, want, what(batch, "none"), rel=1e-9, abs=1e-12)
+    batch = [(1, (0, 1), 3.0)]  # state 1: softmax([0.5, 0]) at t = 0, the uniform [0.5, 0.5] at t = 1
+    got = student.reinforce_grad(policy(lab), batch, "none")
+    want = zeros()
+    want[1] = [[1.132622006394436, -1.1326220063944363], [-1.5, 1.5]]
+    expect_close(got, want, what(batch, "none"), rel=1e-9, abs=1e-12)
 
 
 def test_batch_without_baseline(lab, student):
@@ -73,7 +78,15 @@ def test_weights_replace_one_over_n(lab, student):
 
 
 def test_equal_rewards_with_mean_baseline_give_zero(lab, student):
-    """Every reward equals the mean baseline, so every R - b is 0 and so is the gradient."""
+    """Every reward equals the mean baseline, so every R - b is 0 and so is the gradient; with the last
+    reward 0 instead, the baseline is 2/3 and the gradient is not 0."""
     batch = [(0, (0, 1), 1.0), (1, (1, 1), 1.0), (1, (0, 1), 1.0)]
     got = student.reinforce_grad(policy(lab), batch)
     expect_close(got, zeros(), what(batch), abs=1e-12)
+    batch = [(0, (0, 1), 1.0), (1, (1, 1), 1.0), (1, (0, 1), 0.0)]
+    want = [
+        [[0.05555555555555556, -0.05555555555555556], [-0.09786634199754249, 0.0978663419975425]],
+        [[-0.15306007431090504, 0.15306007431090504], [0.055555555555555546, -0.055555555555555546]],
+        [[0.0, 0.0], [0.0, 0.0]],
+    ]
+    expect_close(student.reinforce_grad(policy(lab), batch), want, what(batch), rel=1e-9, abs=1e-12)

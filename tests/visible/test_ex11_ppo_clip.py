@@ -46,24 +46,46 @@ NEGATIVE = [
     (-0.5, 0.5001, 0.5, True),  # just inside
 ]
 ZERO = [(0.0, 1.0, 0.2, False), (0.0, 0.5, 0.2, False), (0.0, 2.0, 0.25, False)]
+# Each case above is checked with cases of the other verdict, away from the boundaries, so that an answer
+# that does not look at its arguments (always True, always False, a coin flip) earns nothing.
+AGAINST = {
+    "positive": [
+        (1.0, 1.05, 0.2, True),
+        (1.0, 1.6, 0.2, False),
+        (3.0, 0.9, 0.5, True),
+        (0.5, 2.0, 0.5, False),
+    ],
+    "negative": [
+        (-1.0, 0.95, 0.2, True),
+        (-1.0, 0.6, 0.2, False),
+        (-3.0, 1.2, 0.5, True),
+        (-0.5, 0.3, 0.5, False),
+    ],
+    "zero": [(1.0, 1.0, 0.2, True), (-1.0, 1.0, 0.2, True), (2.0, 0.9, 0.5, True), (-2.0, 0.4, 0.5, False)],
+}
+
+
+def check_clip(student, cases):
+    for A, ratio, eps, want in cases:
+        expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
 
 
 @pytest.mark.parametrize("A, ratio, eps, want", POSITIVE)
 def test_clip_flows_positive_advantage(student, A, ratio, eps, want):
     """A > 0: the gradient passes while ratio < 1 + eps (the answer is a bool)."""
-    expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+    check_clip(student, [(A, ratio, eps, want), *AGAINST["positive"]])
 
 
 @pytest.mark.parametrize("A, ratio, eps, want", NEGATIVE)
 def test_clip_flows_negative_advantage(student, A, ratio, eps, want):
     """A < 0: the gradient passes while ratio > 1 - eps (the answer is a bool)."""
-    expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+    check_clip(student, [(A, ratio, eps, want), *AGAINST["negative"]])
 
 
 @pytest.mark.parametrize("A, ratio, eps, want", ZERO)
 def test_clip_flows_zero_advantage(student, A, ratio, eps, want):
     """A == 0: r A and clip(r) A are both 0, nothing to pass, whatever the ratio."""
-    expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+    check_clip(student, [(A, ratio, eps, want), *AGAINST["zero"]])
 
 
 def test_ppo_grad_ratio_one_uniform_policy(student, lab):
@@ -71,6 +93,9 @@ def test_ppo_grad_ratio_one_uniform_policy(student, lab):
     policy = lab.TabPolicy(2, 2, 3)
     samples = [sample(lab, 0, (1, 2), [LOG_THIRD, LOG_THIRD], [0.6, -0.3])]
     want = [[[-0.1, 0.2, -0.1], [0.05, 0.05, -0.1]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]
+    expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
+    samples = [sample(lab, 1, (0, 0), [LOG_THIRD, LOG_THIRD], [1.0, 0.3])]  # state 1, token 0 twice
+    want = [[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], [[1 / 3, -1 / 6, -1 / 6], [0.1, -0.05, -0.05]]]
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
 
 
@@ -80,6 +105,10 @@ def test_ppo_grad_divides_by_samples_times_tokens(student, lab):
     one = sample(lab, 0, (1, 2), [LOG_THIRD, LOG_THIRD], [0.6, -0.3])
     samples = [one, sample(lab, 0, (1, 2), [LOG_THIRD, LOG_THIRD], [0.6, -0.3])]
     want = [[[-0.1, 0.2, -0.1], [0.05, 0.05, -0.1]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]
+    expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
+    # one with a sample of state 1: each sample's share is halved, as 2 samples x 2 tokens = 4
+    samples = [one, sample(lab, 1, (0, 0), [LOG_THIRD, LOG_THIRD], [1.0, 0.3])]
+    want = [[[-0.05, 0.1, -0.05], [0.025, 0.025, -0.05]], [[1 / 6, -1 / 12, -1 / 12], [0.05, -0.025, -0.025]]]
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
 
 
@@ -136,4 +165,11 @@ def test_ppo_grad_all_clipped_is_zero(student, lab):
         sample(lab, 1, (1, 1), [-0.7733, -0.895814], [0.0, 0.0]),
     ]
     want = [[[0.0] * 3, [0.0] * 3], [[0.0] * 3, [0.0] * 3]]
+    expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
+    # and a fourth sample whose first token (ratio 1.1, A > 0) is inside the clip: only that token adds
+    samples.append(sample(lab, 0, (0, 1), [-0.86861, -0.813071], [1.0, 0.5]))
+    want = [
+        [[0.07404543524014218, -0.0315105890623802, -0.04253484617776198], [0.0] * 3],
+        [[0.0] * 3, [0.0] * 3],
+    ]
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)

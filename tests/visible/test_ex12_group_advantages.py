@@ -21,8 +21,10 @@ def check(student, rewards, want, **kw):
 
 
 def test_one_success_in_four(student):
-    """The demo's group [1, 0, 0, 0]: mean 1/4, sd sqrt(3)/4, so (1 - 1/4) / (sqrt(3)/4) = sqrt(3)."""
+    """The demo's group [1, 0, 0, 0]: mean 1/4, sd sqrt(3)/4, so (1 - 1/4) / (sqrt(3)/4) = sqrt(3); the
+    success in another place moves its advantage with it."""
     check(student, [1.0, 0.0, 0.0, 0.0], [ROOT3, -1 / ROOT3, -1 / ROOT3, -1 / ROOT3])
+    check(student, [0.0, 0.0, 1.0, 0.0], [-1 / ROOT3, -1 / ROOT3, ROOT3, -1 / ROOT3])
 
 
 def test_two_rewards_become_minus_one_and_one(student):
@@ -43,9 +45,11 @@ def test_without_std_norm_only_the_mean_is_subtracted(student):
 
 @pytest.mark.parametrize("std_norm", [True, False])
 def test_identical_rewards_give_zero_advantages(student, std_norm):
-    """All rewards equal: no signal, every advantage is 0 (with or without std_norm)."""
+    """All rewards equal: no signal, every advantage is 0 (with or without std_norm); one reward raised by
+    3 is signal again (the mean, 1.75, subtracted)."""
     check(student, [1.0, 1.0, 1.0], [0.0, 0.0, 0.0], std_norm=std_norm)
     check(student, [0.0, 0.0, 0.0, 0.0, 0.0], [0.0] * 5, std_norm=std_norm)
+    check(student, [1.0, 1.0, 1.0, 4.0], [-0.75, -0.75, -0.75, 2.25], std_norm=False)
 
 
 def test_spread_below_eps_counts_as_identical(student):

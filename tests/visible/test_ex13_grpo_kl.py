@@ -41,6 +41,9 @@ def test_kl_k3_ref_twice_as_likely(student):
     """pi_ref = 1/2, pi = 1/4: rho = 2, k3 = 2 - log 2 - 1 = 1 - log 2."""
     got = student.kl_k3(LOG_HALF, LOG_QUARTER)
     expect_close(got, 0.3068528194400547, f"kl_k3({LOG_HALF!r}, {LOG_QUARTER!r})", rel=1e-9)
+    # pi = 1/8: rho = 4, k3 = 4 - log 4 - 1 = 3 - 2 log 2
+    got = student.kl_k3(LOG_HALF, 3 * LOG_HALF)
+    expect_close(got, 1.6137056388801088, f"kl_k3({LOG_HALF!r}, {3 * LOG_HALF!r})", rel=1e-9)
 
 
 def test_kl_k3_ref_half_as_likely(student):
@@ -50,8 +53,9 @@ def test_kl_k3_ref_half_as_likely(student):
 
 
 def test_kl_k3_is_zero_when_the_log_probs_agree(student):
-    """rho = 1: 1 - 0 - 1 = 0."""
+    """rho = 1: 1 - 0 - 1 = 0 (and one nat apart, rho = e: e - 1 - 1 = e - 2)."""
     expect_close(student.kl_k3(-1.0, -1.0), 0.0, "kl_k3(-1.0, -1.0)", abs=1e-15)
+    expect_close(student.kl_k3(-1.0, -2.0), 0.7182818284590451, "kl_k3(-1.0, -2.0)", rel=1e-9)
     expect_close(student.kl_k3(LOG_THIRD, LOG_THIRD), 0.0, f"kl_k3({LOG_THIRD!r}, {LOG_THIRD!r})", abs=1e-15)
 
 
@@ -80,6 +84,13 @@ def test_grpo_grad_uniform_policy_equal_to_ref(student, lab):
         expect_close(
             student.grpo_grad(policy, ref, groups, cfg), want, grad_call(policy, ref, groups, cfg), abs=1e-12
         )
+    # advantages 0.5 and -0.5 on responses (0, 1) and (2, 1): half as strong, position 1 cancels again
+    groups = [lab.Group(0, [(0, 1), (2, 1)], [1.0, 0.0], [0.5, -0.5], [[LOG_THIRD] * 2, [LOG_THIRD] * 2])]
+    want = [[[0.125, 0.0, -0.125], [0.0, 0.0, 0.0]]]
+    cfg = lab.GRPOConfig()
+    expect_close(
+        student.grpo_grad(policy, ref, groups, cfg), want, grad_call(policy, ref, groups, cfg), abs=1e-12
+    )
 
 
 def two_groups(lab):

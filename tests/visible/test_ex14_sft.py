@@ -33,6 +33,9 @@ def test_sft_grad_uniform_policy(student, lab):
     data = [(0, (1, 2)), (0, (1, 0))]
     want = [[[-1 / 6, 1 / 3, -1 / 6], [1 / 12, -1 / 6, 1 / 12]], [[0.0] * 3, [0.0] * 3]]
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
+    data = [(1, (0, 2))]  # one response in state 1: weight 1/2 per token
+    want = [[[0.0] * 3, [0.0] * 3], [[1 / 3, -1 / 6, -1 / 6], [-1 / 6, -1 / 6, 1 / 3]]]
+    expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
 
 
 def test_sft_grad_one_response(student, lab):
@@ -72,6 +75,8 @@ def test_sft_grad_vanishes_at_the_data_frequencies(student, lab):
     policy = lab.TabPolicy(1, 1, 2, [[[0.0, LOG3]]])
     data = [(0, (1,)), (0, (0,)), (0, (1,)), (0, (1,))]
     expect_close(student.sft_grad(policy, data), [[[0.0, 0.0]]], grad_call(policy, data), abs=1e-12)
+    data = [(0, (1,)), (0, (0,))]  # token 1 in half of the data: the gradient pushes token 0 up by 1/4
+    expect_close(student.sft_grad(policy, data), [[[0.25, -0.25]]], grad_call(policy, data), abs=1e-12)
 
 
 # ---- filter_rollouts ----------------------------------------------------------------------------------
@@ -100,6 +105,8 @@ def test_filter_rollouts_default_keeps_reward_one(student):
     got = student.filter_rollouts(ROLLOUTS)
     want = [(0, (1, 2)), (2, (2, 1)), (1, (1, 1)), (0, (1, 2))]
     expect_equal(pairs(got), want, call("filter_rollouts", ROLLOUTS))
+    got = student.filter_rollouts(ROLLOUTS[1:4])
+    expect_equal(pairs(got), [(2, (2, 1))], call("filter_rollouts", ROLLOUTS[1:4]))
 
 
 def test_filter_rollouts_lower_threshold_keeps_the_boundary(student):

@@ -45,6 +45,8 @@ def test_token_reverse_kl_two_tokens(student, lab):
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
     got = student.token_reverse_kl(st, te, 1, (0, 2))
     expect_close(got, [-0.4543753277729412, -0.5972018061761555], kl_call(st, te, 1, (0, 2)), abs=1e-12)
+    got = student.token_reverse_kl(st, te, 0, (1, 2))
+    expect_close(got, [-0.6679839909414165, -1.210489979248942], kl_call(st, te, 0, (1, 2)), abs=1e-12)
 
 
 def test_token_reverse_kl_one_term_per_token(student, lab):
@@ -59,11 +61,14 @@ def test_token_reverse_kl_one_term_per_token(student, lab):
 
 
 def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab):
-    """Student == teacher: every term is 0."""
+    """Student == teacher: every term is 0 (against the other teacher, the same response's terms are not)."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
     expect_close(
         student.token_reverse_kl(st, te, 0, (1, 2)), [0.0, 0.0], kl_call(st, te, 0, (1, 2)), abs=1e-12
     )
+    te = lab.TabPolicy(2, 2, 3, table(TEACHER))
+    got = student.token_reverse_kl(st, te, 0, (1, 2))
+    expect_close(got, [-0.6679839909414165, -1.210489979248942], kl_call(st, te, 0, (1, 2)), abs=1e-12)
 
 
 # ---- on_policy_distill_grad ---------------------------------------------------------------------------
@@ -85,6 +90,18 @@ def test_distill_grad_default_weights(student, lab):
         ],
     ]
     expect_close(student.on_policy_distill_grad(st, te, SAMPLES), want, grad_call(st, te, SAMPLES), abs=1e-12)
+    samples = SAMPLES[:2]  # the first two samples alone: weight 1/2 each
+    want = [
+        [
+            [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
+            [0.12108063723590373, -0.16562371439893017, 0.0445430771630264],
+        ],
+        [
+            [-0.04060573753541011, -0.08176991390076765, 0.12237565143617776],
+            [-0.06000037162943736, 0.04139872528248497, 0.0186016463469524],
+        ],
+    ]
+    expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
 
 
 def test_distill_grad_given_weights(student, lab):
@@ -106,9 +123,21 @@ def test_distill_grad_given_weights(student, lab):
 
 
 def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab):
-    """Student == teacher: every reward is 0, so is the gradient."""
+    """Student == teacher: every reward is 0, so is the gradient (not so against the other teacher)."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
     expect_close(student.on_policy_distill_grad(st, te, SAMPLES), ZERO, grad_call(st, te, SAMPLES), abs=1e-12)
+    te, samples = lab.TabPolicy(2, 2, 3, table(TEACHER)), SAMPLES[:2]
+    want = [
+        [
+            [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
+            [0.12108063723590373, -0.16562371439893017, 0.0445430771630264],
+        ],
+        [
+            [-0.04060573753541011, -0.08176991390076765, 0.12237565143617776],
+            [-0.06000037162943736, 0.04139872528248497, 0.0186016463469524],
+        ],
+    ]
+    expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
 
 
 def test_distill_grad_exact_weights_give_minus_the_kl_gradient(student, lab):

@@ -9,9 +9,12 @@ pytestmark = pytest.mark.exercise(16)
 
 
 def test_exact_kl_of_two_coin_flips(student):
-    """KL([0.5, 0.5] || [0.25, 0.75]) = 0.5 ln(0.5/0.25) + 0.5 ln(0.5/0.75) = 0.5 ln 2 + 0.5 ln(2/3)."""
+    """KL([0.5, 0.5] || [0.25, 0.75]) = 0.5 ln(0.5/0.25) + 0.5 ln(0.5/0.75) = 0.5 ln 2 + 0.5 ln(2/3);
+    KL([0.5, 0.5] || [0.1, 0.9]) = 0.5 ln 5 + 0.5 ln(5/9)."""
     p, q = [0.5, 0.5], [0.25, 0.75]
     expect_close(student.exact_kl(p, q), 0.14384103622589042, call("exact_kl", p, q))
+    p, q = [0.5, 0.5], [0.1, 0.9]
+    expect_close(student.exact_kl(p, q), 0.5108256237659907, call("exact_kl", p, q))
 
 
 def test_exact_kl_of_three_outcomes(student):
@@ -33,9 +36,11 @@ def test_exact_kl_is_not_symmetric(student):
 
 
 def test_exact_kl_of_a_distribution_with_itself_is_zero(student):
-    """KL(p || p) = 0: every log ratio is ln 1 = 0."""
+    """KL(p || p) = 0: every log ratio is ln 1 = 0 (and moving p away from q makes it positive)."""
     p, q = [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]
     expect_close(student.exact_kl(p, q), 0.0, call("exact_kl", p, q), abs=1e-12)
+    p = [0.5, 0.3, 0.2]  # 0.5 ln 2.5 + 0.3 ln 1 + 0.2 ln 0.4
+    expect_close(student.exact_kl(p, q), 0.27488721956224654, call("exact_kl", p, q))
 
 
 def test_exact_kl_skips_outcomes_that_p_never_takes(student):

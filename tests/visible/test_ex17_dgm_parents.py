@@ -28,9 +28,13 @@ def small_archive(lab):
 
 
 def test_dgm_weights_of_a_small_archive(student, lab):
-    """One weight per variant, in archive order; e.g. variant 0: sigmoid(10 * (0.2 - 0.5)) / (1 + 2)."""
+    """One weight per variant, in archive order; e.g. variant 0: sigmoid(10 * (0.2 - 0.5)) / (1 + 2).
+    Variants 0 and 1 alone: variant 0 has one child, sigmoid(-3) / 2; variant 1 none, sigmoid(-2.2)."""
     archive = small_archive(lab)
     want = [0.01580862439252226, 0.04987524455984259, 0.15446526508353475, 0.07585818002124355]
+    expect_close(student.dgm_weights(archive), want, call("dgm_weights", archive), rel=1e-9)
+    archive = archive[:2]  # variants 0 and 1 alone: variant 0 has one child here, variant 1 none
+    want = [0.02371293658878339, 0.09975048911968518]
     expect_close(student.dgm_weights(archive), want, call("dgm_weights", archive), rel=1e-9)
 
 

@@ -52,19 +52,25 @@ def test_file_hash_encodes_non_ascii_text_as_utf8(student):
 
 
 def test_guard_passes_when_locked_files_are_unchanged(student):
-    """Unchanged locked files pass, also when an unlocked file (train.py) changed or a new file appeared."""
+    """Unchanged locked files pass, also when an unlocked file (train.py) changed or a new file appeared
+    (but not when eval.py changed)."""
     for files in (
         repo(),
         repo(**{"train.py": "lr=0.01\ndepth=5\nwidth=96\n"}),
         repo(**{"notes.txt": "hi\n"}),
     ):
         expect_verdict(student.guard_ok(files, LOCKED), True, call("guard_ok", files, LOCKED))
+    files = repo(**{"eval.py": "scale=0.5\noffset=0\n"})
+    expect_verdict(student.guard_ok(files, LOCKED), False, call("guard_ok", files, LOCKED))
 
 
 def test_guard_fails_when_one_character_of_a_locked_file_changes(student):
-    """One changed character in one locked file fails the guard (scale 1 became 0, or a space was added)."""
+    """One changed character in one locked file fails the guard (scale 1 became 0, or a space was added);
+    the same files with that character back pass."""
     for files in (repo(**{"eval.py": "scale=0\noffset=0\n"}), repo(**{"program.md": PROGRAM + " "})):
         expect_verdict(student.guard_ok(files, LOCKED), False, call("guard_ok", files, LOCKED))
+    files = repo(**{"eval.py": "scale=1\noffset=0\n"})
+    expect_verdict(student.guard_ok(files, LOCKED), True, call("guard_ok", files, LOCKED))
 
 
 def test_guard_fails_when_a_locked_file_is_missing_or_renamed(student):
@@ -74,9 +80,14 @@ def test_guard_fails_when_a_locked_file_is_missing_or_renamed(student):
     renamed = dict(missing, **{"eval_old.py": EVAL})
     for files in (missing, renamed):
         expect_verdict(student.guard_ok(files, LOCKED), False, call("guard_ok", files, LOCKED))
+    restored = dict(renamed, **{"eval.py": EVAL})  # the file back under its name: the guard passes
+    expect_verdict(student.guard_ok(restored, LOCKED), True, call("guard_ok", restored, LOCKED))
 
 
 def test_guard_with_no_locked_files_always_passes(student):
-    """With an empty lock set there is nothing to check: the guard passes."""
-    for files in (repo(), {}):
+    """With an empty lock set there is nothing to check: the guard passes (locking eval.py, whose text
+    changed, makes the same files fail)."""
+    for files in (repo(), {}, repo(**{"eval.py": "scale=2\n"})):
         expect_verdict(student.guard_ok(files, {}), True, call("guard_ok", files, {}))
+    files, locked = repo(**{"eval.py": "scale=2\n"}), {"eval.py": EVAL_HASH}
+    expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))

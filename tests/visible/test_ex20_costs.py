@@ -70,17 +70,32 @@ def test_breakeven_calls_uses_its_error_cost_argument(student):
 
 
 def test_breakeven_calls_is_none_when_b_never_wins(student):
-    """None when b's effective cost per call is not lower than a's, also when it is exactly equal."""
+    """None when b's effective cost per call is not lower than a's, also when it is exactly equal (but not
+    when it is lower)."""
     same_rate = dict(NONE, fixed=100.0)
     for a, b, e in ((WEIGHTS, NONE, 0.10), (NONE, PROMPT, 0.0), (NONE, same_rate, 0.10)):
         got = student.breakeven_calls(a, b, e)
         expect_true(got is None, call("breakeven_calls", a, b, e), f"expected: None\n  got:      {got!r}")
+    # b with the lower rate does win, later: prompt -> both at 4420 / (0.0385 - 0.01590625)
+    expect_close(
+        student.breakeven_calls(PROMPT, BOTH, 0.10),
+        195629.32226832645,
+        call("breakeven_calls", PROMPT, BOTH, 0.10),
+        rel=1e-7,
+    )
 
 
 def test_breakeven_calls_is_zero_when_b_wins_from_the_start(student):
-    """0 when b is cheaper per call and costs no more up front (weights vs both without error costs)."""
+    """0 when b is cheaper per call and costs no more up front (weights vs both without error costs); not 0
+    when b costs more up front."""
     expect_close(
         student.breakeven_calls(BOTH, WEIGHTS, 0.0), 0.0, call("breakeven_calls", BOTH, WEIGHTS, 0.0)
+    )
+    # the other way round, weights -> both, b costs more up front: (5328.9 - 4420) / (0.02075 - 0.01590625)
+    expect_close(
+        student.breakeven_calls(WEIGHTS, BOTH, 0.10),
+        187643.87096774208,
+        call("breakeven_calls", WEIGHTS, BOTH, 0.10),
     )
 
 

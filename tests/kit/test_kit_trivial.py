@@ -1,0 +1,113 @@
+"""Points follow correctness (grader.trivial): answers derived from the reference that do no work earn at
+most 5% of an exercise, and a submission with one realistic bug keeps the points of everything else.
+
+The suites run in a child process (`python -m grader.trivial`, or a few lines calling `passed_checks`),
+in-process there: a pytest session is not nested inside this one. `grader validate` checks every
+exercise; here, the three that trivial answers earned most from before the suites pinned values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.layout import REFERENCE
+from grader.trivial import MAX_SHARE, VARIANTS, degrade, install, variant_source
+from grader.worker import load_module
+
+KIT = Path(__file__).resolve().parents[2]
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=KIT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_trivial_answers_earn_at_most_five_percent() -> None:
+    """Softmax (the uniform vector: 50% before), eval guard (False: 50%) and exact KL (0.0: 36%)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "grader.trivial", "8", "16", "18"],
+        cwd=KIT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [line for line in run.stdout.splitlines() if line[:2].strip().isdigit()]
+    assert len(rows) == 3 and all(row.split()[-3] == "ok" for row in rows), run.stdout
+    assert MAX_SHARE == 0.05
+
+
+def _one_bug(source: str, old: str, new: str) -> str:
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+def test_a_one_bug_submission_keeps_the_points_of_what_is_right(tmp_path: Path) -> None:
+    """Softmax without subtracting the max (overflows on large logits): exercise 8 keeps most of its
+    points, and exercises 9 and 10, whose policies call softmax, keep all of theirs."""
+    source = (KIT / REFERENCE).read_text(encoding="utf-8")
+    buggy = _one_bug(
+        source, "    m = max(xs)\n    es = [math.exp(x - m)", "    m = 0.0\n    es = [math.exp(x - m)"
+    )
+    module = tmp_path / "one-bug" / REFERENCE.name
+    module.parent.mkdir()
+    module.write_text(buggy, encoding="utf-8")
+    run = _python(
+        f"""
+        import json
+        from pathlib import Path
+        from grader.trivial import _tests_by_exercise, passed_checks
+        root = Path({str(KIT)!r})
+        passed = passed_checks(root, Path({str(module)!r}), [8, 9, 10])
+        tests = _tests_by_exercise(root)
+        print(json.dumps({{e: [len(p), len(tests[e])] for e, p in passed.items()}}))
+        """
+    )
+    assert run.returncode == 0, run.stderr
+    shares = {
+        int(e): passed / total for e, (passed, total) in json.loads(run.stdout.splitlines()[-1]).items()
+    }
+    assert shares[9] == 1.0 and shares[10] == 1.0, shares
+    assert 0.5 <= shares[8] < 1.0, shares
+
+
+def test_degrade_keeps_the_shape_and_drops_the_content() -> None:
+    rng = random.Random(0)
+    answer = ([0.2, 0.3, 0.5], {"a": 1, "b": 2.5}, "text", True, None)
+    assert degrade(answer, "zeros", rng) == ([0.0, 0.0, 0.0], {"a": 0, "b": 0.0}, "", False, None)
+    assert [degrade(part, "empty", rng) for part in answer] == [[], {}, "", False, None]
+    uniform = degrade(answer, "uniform", rng)
+    assert uniform[0] == [1 / 3] * 3 and uniform[1] == {"a": 0.5, "b": 0.5} and uniform[2] == ""
+    assert all(math.isnan(x) for x in degrade(answer, "nan", rng)[0])
+    assert degrade([[0.1, 0.9], [0.5, 0.5, 0.0]], "uniform", rng) == [[0.5, 0.5], [1 / 3] * 3]
+
+
+def test_a_variant_replaces_only_its_exercise_and_leaves_arguments_alone(tmp_path: Path) -> None:
+    source = (KIT / REFERENCE).read_text(encoding="utf-8")
+    text = variant_source(source, ["softmax"], "uniform")
+    assert text.startswith(source.rstrip("\n")) and "install(globals(), ['softmax'], 'uniform')" in text
+    copy = tmp_path / "variant.py"
+    copy.write_text(source, encoding="utf-8")
+    namespace = vars(load_module(copy, "optlab_trivial_test"))
+    reference_kl = namespace["exact_kl"]
+    install(namespace, ["softmax", "exact_kl"], "zeros-in-place")
+    xs = [1.0, 2.0]
+    assert namespace["softmax"](xs) == [0.0, 0.0] and xs == [1.0, 2.0]
+    assert namespace["exact_kl"]([0.5, 0.5], [0.25, 0.75]) == 0.0
+    assert reference_kl([0.5, 0.5], [0.25, 0.75]) > 0.1
+    g = [[[1.0, 2.0]]]
+    install(namespace, ["add_score"], "zeros-in-place")
+    namespace["add_score"](g, namespace["TabPolicy"](1, 1, 2), 0, 0, 1, 1.0)
+    assert g == [[[0.0, 0.0]]]  # the reference would have changed g: its entries are zeroed instead
+    with pytest.raises(ValueError, match="unknown trivial variant"):
+        install(namespace, ["softmax"], "clever")
+    assert set(VARIANTS) >= {"constant", "zeros", "uniform", "first-argument", "none", "nan"}
