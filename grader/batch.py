@@ -36,6 +36,7 @@ from grader.inventory import INVENTORY
 from grader.layout import MANIFEST, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
+from grader.scoring import points_text
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 POLL_SECONDS = 0.05
@@ -471,7 +472,7 @@ class BarProgress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1, failed=self.failed)
         else:
-            score = f"{outcome.document.get('score', 0):g}"
+            score = points_text(outcome.document.get("score", 0))
             print(
                 f"[{self.count}/{self.total}] {outcome.entry.file}: {score} ({outcome.grading_status})",
                 file=sys.stderr,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from grader.errors import KitError
 from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
 from grader.layout import find_root
+from grader.scoring import points_text
 
 if TYPE_CHECKING:
     from grader.batch import Outcome
@@ -152,7 +153,8 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
         print(graded.printed[:2000])
     possible = graded.document["extra_data"].get("points_possible")
     if possible is not None:  # the summary above is what students see at once; this is the grade
-        print(f"\n{PROG}: score {graded.document['score']:g} / {possible:g}, hidden checks included")
+        score = f"{points_text(graded.document['score'])} / {points_text(possible)}"
+        print(f"\n{PROG}: score {score}, hidden checks included")
     print(f"{PROG}: wrote {args.output}")
     return 0
 

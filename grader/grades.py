@@ -17,6 +17,7 @@ from pathlib import Path
 
 from grader.batch import Outcome
 from grader.manifest import Exercise
+from grader.scoring import points_text
 
 IDENTIFIERS = ("file", "name", "email", "sid")
 TOTALS = ("total_points_earned", "total_points_possible", "percent_correct", "grading_status")
@@ -61,8 +62,7 @@ def write_grades(path: Path, outcomes: Sequence[Outcome], exercises: Sequence[Ex
 
 
 def _number(value: float) -> str:
-    value = round(value, 4)
-    return str(int(value)) if value == int(value) else str(value)
+    return points_text(value)
 
 
 def _safe_cell(value: str) -> str:

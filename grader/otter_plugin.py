@@ -144,5 +144,5 @@ def _test_file(exercise: Exercise, entries: list[dict], why_ungraded: str) -> Ot
         cases, outcomes = [case], [TestCaseResult(case, why_ungraded, False)]
     test_file = OttrTestFile(exercise.label, exercise.label, cases, all_or_nothing=False)
     test_file.test_case_results = outcomes
-    test_file.update_score(round(sum(entry["score"] for entry in entries), 6))
+    test_file.update_score(round(sum(entry["score"] for entry in entries), 2))
     return test_file

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from grader.batch import COMPLETED, Outcome
 from grader.manifest import Exercise
+from grader.scoring import points_text
 
 TOP_FAILURES = 5
 HISTOGRAM_PNG = "score-histogram.png"
@@ -295,7 +296,7 @@ def _e(text: object) -> str:
 
 
 def _n(value: float) -> str:
-    return f"{value:g}"
+    return points_text(value)
 
 
 def _pct(share: float) -> str:

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from grader.scoring import SuiteScore, total
+from grader.scoring import SuiteScore, cents, points_text, total
 from grader.suites import TestRecord
 
 MAX_BYTES = 1_000_000
@@ -145,7 +145,7 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
         when = " or ".join(sorted(WHEN_SHOWN[v] for v in later))
         lines = [head, "", f"Hidden checks count too; their results are shown {when}.", ""]
     else:
-        lines = [f"**Score: {_num(earned)} / {_num(possible)}**", ""]
+        lines = [f"**Score: {points_text(earned)} / {points_text(possible)}**", ""]
     if notes:
         lines += [*(f"- {note}" for note in notes), ""]
     points_of = "points of visible checks" if later else "points"
@@ -171,7 +171,7 @@ def _shown_now(score: SuiteScore) -> bool:
 
 def _points(scores: Iterable[SuiteScore]) -> str:
     scores = list(scores)
-    return f"{_num(sum(s.score for s in scores))} / {_num(sum(s.max_score for s in scores))}"
+    return f"{points_text(sum(s.score for s in scores))} / {points_text(sum(s.max_score for s in scores))}"
 
 
 def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
@@ -181,7 +181,7 @@ def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
             "id": exercise.id,
             "title": exercise.title,
             "points": exercise.points,
-            "score": round(sum(s.score for s in rows), 6),
+            "score": cents(sum(s.score for s in rows)),
             **{s.suite: {"passed": s.passed, "total": len(s.records)} for s in rows},
         })  # fmt: skip
     return out
@@ -222,7 +222,3 @@ def _check_finite(value: object) -> None:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
-
-
-def _num(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
