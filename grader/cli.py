@@ -160,12 +160,12 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
-    from grader.batch import BarProgress, BatchOptions, run_batch
+    from grader.batch import BarProgress, BatchInterrupted, BatchOptions, run_batch
     from grader.grades import write_grades
     from grader.grading import kit_manifest, only_exercises
     from grader.inventory import load_inventory
     from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
-    from grader.roster import read_source
+    from grader.roster import scan_source
 
     jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
     if problem := _batch_input_problem(args, jobs):
@@ -182,21 +182,43 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
     outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
     progress = BarProgress()
-    try:
-        with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
-            entries = read_source(args.source, Path(scratch), exclude=outputs)
-            if not entries:
-                return _fail(f"{args.source}: no submissions in it")
-            outcomes = run_batch(root, entries, options, progress)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted after {progress.count} gradings; what finished is kept in "
-              f"{options.results_dir}: run again to grade the rest", file=sys.stderr)  # fmt: skip
-        return 130
+    title = batch_title(manifest.module, args.source)
+    interrupted = None
+    with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
+        roster = scan_source(args.source, Path(scratch), exclude=outputs)
+        if not roster.entries:
+            skipped = f" (skipped, not submissions: {_names(roster.skipped)})" if roster.skipped else ""
+            return _fail(f"{args.source}: no submissions in it{skipped}: give the folder that holds them")
+        if roster.skipped:
+            print(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
+                  f"submission: {_names(roster.skipped)}")  # fmt: skip
+        try:
+            outcomes = run_batch(root, roster.entries, options, progress)
+        except BatchInterrupted as stop:
+            outcomes, interrupted = stop.outcomes, stop
+        except KeyboardInterrupt:  # before the batch began
+            print(f"{PROG}: interrupted before grading began", file=sys.stderr)
+            return 130
+    if interrupted is not None:
+        title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
     write_grades(grades, outcomes, manifest.exercises)
-    written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), args.source.name)
-    _print_batch(outcomes)
+    written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), title)
+    _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
+    if interrupted is not None:
+        print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
+              f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
+              "run again to grade the rest", file=sys.stderr)  # fmt: skip
+        return 130
     return 0
+
+
+def batch_title(module: str, source: Path, today: str | None = None) -> str:
+    """The report's title: the assignment (the lab module), the source's name and the date."""
+    import datetime
+
+    name = source.resolve().name or str(source.resolve())
+    return f"{module}.py: {name}, graded {today or datetime.date.today().isoformat()}"
 
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:
@@ -226,17 +248,38 @@ def _batch_input_problem(args: argparse.Namespace, jobs: int) -> str | None:
     return None
 
 
-def _print_batch(outcomes: Sequence[Outcome]) -> None:
+def _print_batch(outcomes: Sequence[Outcome], skipped: Sequence[tuple[str, str]] = ()) -> None:
+    """One summary line whose every part adds up to the submissions, then what was not scored."""
+    from collections import Counter
+
+    from grader.batch import COMPLETED, INTERRUPTED
+
+    total = len(outcomes)
     kept = sum(o.skipped for o in outcomes)
-    failed = [o for o in outcomes if o.failed]
-    print(
-        f"{PROG}: {len(outcomes)} submissions: {len(outcomes) - kept} graded now, {kept} already graded "
-        f"(kept), {len(failed)} not graded"
-    )
+    left = sum(o.status == INTERRUPTED for o in outcomes)
+    failed = [o for o in outcomes if o.status != COMPLETED]
+    kinds = Counter(o.status for o in failed)
+    why = f" ({', '.join(f'{n} {status}' for status, n in sorted(kinds.items()))})" if failed else ""
+    line = f"{PROG}: {_count(total, 'submission')}: {total - len(failed)} scored, {len(failed)} not scored"
+    line += f"{why}; {total - kept - left} graded now, {kept} kept from an earlier run"
+    if left:
+        line += f", {left} not reached"
+    if skipped:
+        line += f"; {_count(len(skipped), 'entry', 'entries')} skipped (not submissions)"
+    print(line)
     for outcome in failed[:20]:
         print(f"  {outcome.entry.file}: {outcome.grading_status}")
     if len(failed) > 20:
         print(f"  ... and {len(failed) - 20} more (see grades.csv)")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _names(skipped: Sequence[tuple[str, str]], shown: int = 8) -> str:
+    names = ", ".join(name for name, _ in skipped[:shown])
+    return names + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
 
 
 def _fail(message: str) -> int:

@@ -4,7 +4,8 @@ Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (f
 metadata; empty when unknown, several submitters joined by "; "), one column per exercise (its label,
 "8 softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct`
 (0 to 100) and `grading_status` (completed, or ungraded / timed out / crashed with the reason). A
-submission that was not graded earns 0 everywhere; its status says why.
+submission that was not graded earns 0 everywhere; its status says why. One that an interrupted batch
+did not reach has empty points (no grade yet, not a zero) and the status "interrupted: ...".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.batch import Outcome
+from grader.batch import INTERRUPTED, Outcome
 from grader.manifest import Exercise
 from grader.scoring import points_text
 
@@ -45,6 +46,8 @@ def grade_row(outcome: Outcome, exercises: Sequence[Exercise]) -> dict[str, str]
         "percent_correct": _number(round(100 * total / possible, 2) if possible else 0.0),
         "grading_status": outcome.grading_status,
     }
+    if outcome.status == INTERRUPTED:
+        row.update({key: "" for key in [*(e.label for e in exercises), *TOTALS[:3]]})
     return {key: _safe_cell(value) for key, value in row.items()}
 
 

@@ -49,8 +49,11 @@ def results_document(
     }
 
 
-def unscored_document(message: str, notes: Sequence[str] = (), execution_time: float = 0.0) -> dict:
-    """results.json for a submission that could not be graded at all: score 0, and why."""
+def unscored_document(
+    message: str, notes: Sequence[str] = (), execution_time: float = 0.0, extra: dict | None = None
+) -> dict:
+    """results.json for a submission that could not be graded at all: score 0, and why (`extra`: the
+    same as data, e.g. {"ungraded_kind": "several modules", "ungraded_files": [...]})."""
     output = "\n".join(["**This submission could not be graded.**", "", message, *[f"- {n}" for n in notes]])
     return {
         "score": 0.0,
@@ -59,7 +62,7 @@ def unscored_document(message: str, notes: Sequence[str] = (), execution_time: f
         "output_format": "md",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "extra_data": {"ungraded": message},
+        "extra_data": {"ungraded": message, **(extra or {})},
         "tests": [],
     }
 

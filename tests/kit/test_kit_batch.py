@@ -26,7 +26,15 @@ import grader.batch
 from grader.cli import main
 from grader.grades import grade_row
 from grader.report import failure_messages
-from grader.roster import Entry, SourceError, Submitter, content_hash, parse_metadata, read_source
+from grader.roster import (
+    Entry,
+    SourceError,
+    Submitter,
+    content_hash,
+    parse_metadata,
+    read_source,
+    scan_source,
+)
 from tests.kit.gradescope_schema import problems
 
 KIT = Path(__file__).resolve().parents[2]
@@ -37,6 +45,8 @@ COLUMNS = [
     "file", "name", "email", "sid", "8 softmax", "12 group advantages",
     "total_points_earned", "total_points_possible", "percent_correct", "grading_status",
 ]  # fmt: skip
+NOT_SUBMISSIONS = ("README.txt", "roster.csv", "rubric.pdf", ".hidden.py", "__MACOSX")
+GRADED = ["ada.py", "broken", "crash.py", "spin.py", "stub.py", "two"]
 HANG_BOUND = 15.0  # --timeout of the class batch: well past an honest grading of two exercises
 
 # A stand-in for `python -m grader` that dies of SIGABRT on a submission named crash*: grade itself never
@@ -117,6 +127,11 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
     (source / "broken" / "optimization_toolkit.py").write_text(broken, encoding="utf-8")
     (source / "crash.py").write_text(REFERENCE, encoding="utf-8")
     (source / "spin.py").write_text(looping(STUB, source / "spin.py"), encoding="utf-8")
+    (source / "two").mkdir()  # a lab module under another name, beside a helper: the TA renames one
+    (source / "two" / "lab.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "two" / "helpers.py").write_text("x = 1\n", encoding="utf-8")
+    for name in NOT_SUBMISSIONS:  # what a TA's folder holds besides submissions: skipped, never graded
+        (source / name).mkdir() if name == "__MACOSX" else (source / name).write_text("notes\n")
     wrapper = top / "fake_grader.py"
     wrapper.write_text(CRASHING_GRADER, encoding="utf-8")
     grades = top / "grades.csv"
@@ -136,7 +151,7 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_the_class_is_graded_into_grades_csv(class_batch: dict) -> None:
     assert class_batch["code"] == 0, class_batch["err"]
     graded = rows(class_batch["grades"])
-    assert list(graded) == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
+    assert list(graded) == GRADED  # README.txt and the like are not students
     scores = {file: [row[c] for c in COLUMNS[4:]] for file, row in graded.items()}
     assert scores["ada.py"] == ["3", "4", "7", "7", "100", "completed"]
     assert scores["broken"] == ["0", "4", "4", "7", "57.14", "completed"]
@@ -155,6 +170,30 @@ def test_a_crash_and_a_hang_get_their_status_and_the_rest_completes(class_batch:
     assert "spin.py: timed out" in class_batch["out"] and "crash.py: crashed" in class_batch["out"]
 
 
+def test_what_cannot_be_a_submission_is_listed_once_and_the_summary_adds_up(class_batch: dict) -> None:
+    out = class_batch["out"]
+    assert out.count("skipped 5 entries that cannot be a submission: ") == 1
+    for name in NOT_SUBMISSIONS:
+        assert out.count(name) == 1, name
+    assert (
+        "grader: 6 submissions: 3 scored, 3 not scored (1 crashed, 1 timed out, 1 ungraded); "
+        "6 graded now, 0 kept from an earlier run; 5 entries skipped (not submissions)"
+    ) in out
+    assert sorted(p.name for p in class_batch["results"].iterdir()) == GRADED
+
+
+def test_a_folder_of_several_modules_is_explained_to_the_ta(class_batch: dict) -> None:
+    status = rows(class_batch["grades"])["two"]["grading_status"]
+    assert status == (
+        "ungraded: two holds several .py files that could be the module (helpers.py, lab.py): "
+        "rename the one to grade to optimization_toolkit.py (or remove the others), then run grader "
+        "batch again"
+    )
+    student = json.loads((class_batch["results"] / "two" / "results.json").read_text())
+    assert "submit one file named optimization_toolkit.py" in student["output"]  # the student's own words
+    assert student["extra_data"]["ungraded_kind"] == "several modules"
+
+
 def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> None:
     records = {p.parent.name: json.loads(p.read_text()) for p in class_batch["results"].glob("*/batch.json")}
     spin = records["spin.py"]["seconds"]
@@ -168,7 +207,7 @@ def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> 
 
 def test_every_submission_keeps_a_valid_results_json(class_batch: dict) -> None:
     folders = sorted(p.name for p in class_batch["results"].iterdir())
-    assert folders == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
+    assert folders == GRADED
     for name in folders:
         assert problems(class_batch["results"] / name / "results.json") == [], name
         assert not (class_batch["results"] / name / "results.new.json").exists()
@@ -184,7 +223,7 @@ def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: di
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
     assert [base64.b64decode(i)[:4] for i in images] == [b"\x89PNG"] * 2
     assert "http://" not in page and "https://" not in page  # readable offline
-    assert "5 submissions, 3 scored, 2 not scored" in page
+    assert "6 submissions, 3 scored, 3 not scored" in page
     # exercise 8: only ada.py of the three scored has full points; exercise 12: ada and broken
     assert re.search(
         r"<td>8 softmax</td><td class='n'>3</td><td class='n'>3</td><td class='n'>33%</td>", page
@@ -205,6 +244,7 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     command += ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120"]
     run = subprocess.Popen(  # with SIGINT ignored, as `grader batch ... &` starts: the batch takes it anyway
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(KIT)},  # this kit's grader, wherever the venv points
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     kept = tmp_path / "grades-results" / "ada.py" / "batch.json"
@@ -212,17 +252,23 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     while not kept.exists() and time.monotonic() < deadline and run.poll() is None:
         time.sleep(0.1)
     run.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C would
-    _, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 10)
-    assert run.returncode == 130 and "interrupted after 1 gradings" in err
+    out, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 30)
+    assert run.returncode == 130 and "interrupted after 1 of 2 gradings" in err
     assert json.loads(kept.read_text())["status"] == "completed"
     spin = tmp_path / "grades-results" / "spin.py"
     assert not (spin / "batch.json").exists() and not (spin / "results.new.json").exists()
     assert left_running(source / "spin.py") == []
-    assert not (tmp_path / "grades.csv").exists()
+    graded = rows(tmp_path / "grades.csv")  # what finished, and what did not, marked
+    assert graded["ada.py"]["percent_correct"] == "100" and graded["ada.py"]["grading_status"] == "completed"
+    assert [graded["spin.py"][c] for c in COLUMNS[4:9]] == [""] * 5  # no grade yet, not a zero
+    assert graded["spin.py"]["grading_status"].startswith("interrupted: ")
+    assert "(incomplete: 1 of 2 graded)" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "1 graded now, 0 kept from an earlier run, 1 not reached" in out
 
     again = ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120", "--timeout", "3"]
     code, out, _ = batch(str(source), *again)
-    assert code == 0 and "1 graded now, 1 already graded" in out and "spin.py: timed out" in out
+    assert code == 0 and "1 graded now, 1 kept from an earlier run" in out and "spin.py: timed out" in out
+    assert "incomplete" not in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
 # -- a Gradescope export, resumed ---------------------------------------------------------------------
@@ -240,7 +286,7 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     grades = tmp_path / "out" / "grades.csv"
     args = ["-o", str(grades), "-j", "2", *SELECTION]
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip")), *args)
-    assert code == 0 and "2 graded now, 0 already graded" in out
+    assert code == 0 and "2 graded now, 0 kept from an earlier run" in out
     first = rows(grades)
     assert (first["submission_101"]["name"], first["submission_101"]["email"]) == (
         "Ada Lovelace",
@@ -260,15 +306,15 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     written = results.stat().st_mtime_ns
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args)  # again: nothing to grade
-    assert code == 0 and "0 graded now, 2 already graded" in out
+    assert code == 0 and "0 graded now, 2 kept from an earlier run" in out
     assert rows(grades) == first and results.stat().st_mtime_ns == written
 
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
-    assert code == 0 and "1 graded now, 1 already graded" in out
+    assert code == 0 and "1 graded now, 1 kept from an earlier run" in out
     assert rows(grades)["submission_102"]["percent_correct"] == "100"
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args, "--force")
-    assert code == 0 and "2 graded now, 0 already graded" in out
+    assert code == 0 and "2 graded now, 0 kept from an earlier run" in out
     assert results.stat().st_mtime_ns != written
 
 
@@ -292,11 +338,15 @@ def test_metadata_names_every_submitter_and_skips_the_rest() -> None:
 def test_a_folder_lists_each_entry_once_and_skips_outputs(tmp_path: Path) -> None:
     for folder in ("sub_10", "sub_9", ".hidden", "__MACOSX"):
         (tmp_path / folder).mkdir()
-    for file in ("b.py", "a.zip", "grades.csv", ".DS_Store"):
+    for file in ("b.py", "a.zip", "grades.csv", ".DS_Store", "README", "notes.txt", "scan.PDF", "c.ipynb"):
         (tmp_path / file).write_text("x")
-    entries = read_source(tmp_path, tmp_path / "unused", exclude=[tmp_path / "grades.csv"])
-    assert [e.file for e in entries] == ["a.zip", "b.py", "sub_9", "sub_10"]
-    assert all(e.path.is_absolute() and e.submitters == () for e in entries)
+    roster = scan_source(tmp_path, tmp_path / "unused", exclude=[tmp_path / "grades.csv"])
+    # a notebook is graded, so that its student gets a row saying what to submit
+    assert [e.file for e in roster.entries] == ["a.zip", "b.py", "c.ipynb", "sub_9", "sub_10"]
+    assert all(e.path.is_absolute() and e.submitters == () for e in roster.entries)
+    skipped = [".DS_Store", ".hidden", "__MACOSX", "notes.txt", "README", "scan.PDF"]
+    assert [name for name, _ in roster.skipped] == skipped  # the batch's own grades.csv is neither
+    assert read_source(tmp_path, tmp_path / "unused") == list(roster.entries)
 
 
 def test_an_export_with_a_climbing_path_is_refused(tmp_path: Path) -> None:
@@ -369,6 +419,7 @@ def test_a_csv_cell_never_starts_a_formula() -> None:
         (["{file}"], "not a folder of submissions or a Gradescope export zip"),
         (["{folder}", "-j", "0"], "-j must be at least 1 (got 0)"),
         (["{empty}"], "empty: no submissions in it"),
+        (["{notes}"], "notes: no submissions in it (skipped, not submissions: grades.pdf, README.md)"),
         (["{folder}", "--timeout", "0"], "--timeout and --call-timeout must be positive"),
         (["{folder}", "--exercise", "99"], "no exercise 99 in the manifest"),
     ],
@@ -376,7 +427,11 @@ def test_a_csv_cell_never_starts_a_formula() -> None:
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "one.py").write_text("x = 1\n")
     (tmp_path / "empty").mkdir()
-    filled = [a.format(file=tmp_path / "one.py", folder=tmp_path, empty=tmp_path / "empty") for a in args]
+    (tmp_path / "notes").mkdir()
+    for name in ("README.md", "grades.pdf"):
+        (tmp_path / "notes" / name).write_text("x")
+    places = {"file": tmp_path / "one.py", "folder": tmp_path, "empty": tmp_path / "empty"}
+    filled = [a.format(notes=tmp_path / "notes", **places) for a in args]
     code, out, err = batch(*filled, "-o", str(tmp_path / "grades.csv"))
     assert code == 2 and out == ""
     assert err.startswith("grader: error: ") and message in err and err.count("\n") == 1
