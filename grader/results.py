@@ -5,8 +5,10 @@ failed check's message (the call, what was expected, what came back). A hidden e
 manifest allows: by default only the property each failed check states, never its inputs, since a
 submission can put whatever it saw into its exceptions. The top-level output, which students see at
 once, is a summary table and what intake noticed; it shows hidden checks' counts and points only where
-their entries are visible at once too. extra_data holds the per-exercise breakdown. Strict JSON, at
-most 1 MB.
+their entries are visible at once too. extra_data holds the per-exercise breakdown, and each entry's
+extra_data every check as data (which check, the property it states, passed, the kind of failure:
+"wrong result", "not implemented", "timed out", "did not run" or the exception's type), which the
+batch report reads (never the text above). Strict JSON, at most 1 MB.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -101,8 +104,42 @@ def _entry(score: SuiteScore) -> dict:
             "suite": score.suite,
             "passed": score.passed,
             "total": len(score.records),
+            "checks": [_check(record) for record in score.records],
         },
     }
+
+
+def _check(record: TestRecord) -> dict:
+    check = {"check": record.nodeid, "property": record.property, "passed": record.passed}
+    return check if record.passed else {**check, "kind": failure_kind(record)}
+
+
+_KINDS = {
+    "AssertionError": "wrong result",
+    "NotImplementedError": "not implemented",
+    "CallTimedOut": "timed out",
+}
+_EXCEPTION = re.compile(
+    r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|TimedOut|Warning))\b(?::\s*(.*))?"
+)
+
+
+def failure_kind(record: TestRecord) -> str:
+    """What kind of failure a check's is, as data: "wrong result" (an assertion), "not implemented",
+    "timed out", "did not run" (missing or skipped), else the exception's type (the submission's own,
+    for an exception it raised: "ValueError")."""
+    if record.outcome in ("missing", "skipped"):
+        return "did not run"
+    for line in record.message.splitlines():
+        match = _EXCEPTION.match(line.strip())
+        if match is None:
+            continue
+        name = match[1].rsplit(".", 1)[-1]
+        if name == "SubmissionError" and match[2]:  # the submission's exception, as the worker names it
+            inner = _EXCEPTION.match(match[2])
+            name = inner[1].rsplit(".", 1)[-1] if inner else name
+        return _KINDS.get(name, name)
+    return "failed"
 
 
 def _entry_output(score: SuiteScore, shown: str) -> str:
@@ -123,11 +160,8 @@ def _entry_output(score: SuiteScore, shown: str) -> str:
 
 def _kind(record: TestRecord) -> str:
     """For a hidden check: only the kind of failure, never its message (it may carry hidden inputs)."""
-    text = record.message
-    for kind, said in (("CallTimedOut", "timed out"), ("NotImplementedError", "not implemented")):
-        if kind in text:
-            return f" ({said})"
-    return ""
+    kind = failure_kind(record)
+    return f" ({kind})" if kind in ("timed out", "not implemented") else ""
 
 
 def failure_text(record: TestRecord) -> str:
