@@ -5,6 +5,7 @@ named as Otter names its test files ("12 group advantages"), for otter grade's C
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,17 +16,19 @@ OTTER_ROUNDING = 1e-5  # Otter writes scores rounded to 5 decimals
 OTTER_WORDS = ("Public Tests", "No log found", "Otter", "IPKernelApp", "Kernel is running")
 
 
-def grader_document(submission: Path, out: Path, name: str | None = None) -> dict:
+def grader_document(submission: Path, out: Path, name: str | None = None, python: Path | None = None) -> dict:
     """`grader grade` of `submission` in a child process (results.json to `out`); with `name`, of a
-    copy under that name (as Gradescope renames a submission)."""
+    copy under that name (as Gradescope renames a submission); with `python`, under that interpreter
+    (the autograder's environment: floats print as its Python's do)."""
     if name is not None:
         copy = out.parent / "as-submitted" / name
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(submission, copy)
         submission = copy
+    command = [str(python or sys.executable), "-m", "grader", "--root", str(KIT), "grade", str(submission)]
     run = subprocess.run(
-        [sys.executable, "-m", "grader", "--root", str(KIT), "grade", str(submission), "-o", str(out)],
-        capture_output=True, text=True,
+        [*command, "-o", str(out)], capture_output=True, text=True, cwd=KIT,
+        env={**os.environ, "PYTHONPATH": str(KIT)},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     return json.loads(out.read_text())

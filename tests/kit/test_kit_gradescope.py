@@ -129,7 +129,9 @@ def test_gradescope_shows_students_grader_grades_page(autograder, environment, t
     results = root / "results" / "results.json"
     assert problems(results) == []
     shown = json.loads(results.read_text())
-    previewed = grader_document(submission, tmp_path / "grade.json", name="optimization_toolkit.py")
+    previewed = grader_document(
+        submission, tmp_path / "grade.json", name="optimization_toolkit.py", python=environment
+    )
     assert page_differences(shown, previewed) == []
     assert len(shown["tests"]) == 40 and sum(t["max_score"] for t in shown["tests"]) == 100
     assert "No log found" not in run.stdout
