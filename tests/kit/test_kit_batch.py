@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -23,9 +24,11 @@ from pathlib import Path
 import pytest
 
 import grader.batch
-from grader.cli import main
+from grader.batch import Outcome
+from grader.cli import batch_title, main
 from grader.grades import grade_row
-from grader.report import failure_messages
+from grader.manifest import Exercise
+from grader.report import histogram_bins, item_analysis, point_biserial, report_html
 from grader.roster import (
     Entry,
     SourceError,
@@ -390,18 +393,94 @@ def test_the_grading_key_follows_the_kit_the_selection_and_the_call_timeout(tmp_
     assert set(kit) >= {"kit_version", "inventory", "manifest", "reference"}
 
 
-def test_failures_are_read_by_property_and_kind() -> None:
-    visible = (
-        "1 of 3 visible checks passed.\n\n- failed: Equal logits.\n    AssertionError: softmax([0, 0])\n"
-        "      expected: [0.5, 0.5]\n\n"
-        "- failed: One entry.\n    ModuleNotFoundError: No module named 'numpy'\n"
+def scored(file: str, percent: float, checks: dict[str, bool], kind: str = "wrong result") -> Outcome:
+    """A completed outcome of one exercise (8, 10 points) whose checks passed as `checks` says."""
+    listed = [
+        {"check": name, "property": f"{name} holds", "passed": ok, **({} if ok else {"kind": kind})}
+        for name, ok in checks.items()
+    ]
+    status = "passed" if all(checks.values()) else "failed"
+    extra = {"exercise": 8, "suite": "visible", "checks": listed}
+    test = {
+        "name": "8 softmax: visible checks",
+        "status": status,
+        "output": "(display text)",
+        "extra_data": extra,
+    }
+    exercises = [{"id": 8, "score": percent / 10}]
+    document = {
+        "score": percent / 10,
+        "tests": [test],
+        "extra_data": {"points_possible": 10, "exercises": exercises},
+    }
+    return Outcome(Entry(file, Path(file)), "completed", "", document, 1.0)
+
+
+def test_the_report_reads_failures_and_separation_from_the_checks_data() -> None:
+    exercise = Exercise(8, "softmax", "p", ("softmax",), 10, "after_published", "property")
+    outcomes = [  # "hard" separates (the strong pass it), "odd" is failed by the strong, "easy" by nobody
+        scored("a.py", 100, {"easy": True, "hard": True, "odd": False}),
+        scored("b.py", 90, {"easy": True, "hard": True, "odd": False}),
+        scored("c.py", 30, {"easy": True, "hard": False, "odd": True}, kind="not implemented"),
+        scored("d.py", 20, {"easy": True, "hard": False, "odd": True}, kind="ValueError"),
+    ]
+    analysis = item_analysis(outcomes, [exercise])
+    checks = {c.check: c for c in analysis.checks}
+    assert checks["hard"].separation == pytest.approx(0.99, abs=0.01) and checks["hard"].flag == ""
+    assert checks["odd"].separation == pytest.approx(-0.99, abs=0.01)
+    assert checks["odd"].flag == "failed mostly by top scorers"
+    assert checks["easy"].flag == "nobody fails it" and checks["easy"].separation is None
+    failures = dict(analysis.exercises[0].failures)
+    assert failures == {
+        "odd holds (wrong result)": 2,
+        "hard holds (not implemented)": 1,
+        "hard holds (ValueError)": 1,
+    }
+    page = report_html(analysis, {}, "t")
+    assert "display text" not in page and "4 submissions, 4 scored, 0 not scored" in page
+    assert "Checks failed mostly by top scorers" in page and "1 check nobody fails" in page
+
+
+def test_point_biserial_is_the_correlation_of_passing_with_the_total() -> None:
+    passed, totals = [True, True, False, True, False], [90.0, 70.0, 40.0, 60.0, 50.0]
+    ones = [1.0 if p else 0.0 for p in passed]
+    assert point_biserial(passed, totals) == pytest.approx(statistics.correlation(ones, totals))
+    assert (
+        point_biserial([True, True], [1.0, 2.0]) is None and point_biserial([True, False], [5.0, 5.0]) is None
     )
-    assert failure_messages(visible) == (
-        ["Equal logits. (wrong result)", "One entry. (ModuleNotFoundError: No module named 'numpy')"],
-        0,
+
+
+@pytest.mark.parametrize("low", [0.0, 40.0, 93.0, 100.0])
+def test_histogram_bins_separate_94_from_full_marks(low: float) -> None:
+    edges = histogram_bins([low, 94.0, 100.0])
+    bar = lambda x: max(i for i, edge in enumerate(edges) if edge <= x)  # noqa: E731
+    assert edges[0] <= low and edges[-1] > 100 and bar(94.0) != bar(100.0) and bar(99.9) != bar(100.0)
+    assert len(edges) <= 23 and edges == sorted(edges)
+
+
+def test_exercises_are_sorted_weakest_first_and_the_weakest_highlighted() -> None:
+    exercises = [Exercise(i, f"e{i}", "p", (f"f{i}",), 10, "visible", "property") for i in (1, 2, 3, 4, 5)]
+    rates = {1: 1.0, 2: 0.2, 3: 0.6, 4: 0.0, 5: 0.9}  # each exercise's score share, one submission each
+
+    def outcome(file: str, shares: dict[int, float]) -> Outcome:
+        items = [{"id": i, "score": 10 * shares[i]} for i in shares]
+        document = {"score": sum(i["score"] for i in items), "tests": [{"name": "x", "extra_data": {}}],
+                    "extra_data": {"points_possible": 50, "exercises": items}}  # fmt: skip
+        return Outcome(Entry(file, Path(file)), "completed", "", document, 1.0)
+
+    analysis = item_analysis([outcome("a.py", rates)], exercises)
+    assert [s.exercise.id for s in analysis.exercises] == [4, 2, 3, 5, 1]  # by pass rate, then share
+    assert analysis.weakest == (4, 2, 3)
+    page = report_html(analysis, {}, "t")
+    assert page.count("<tr class='weak'>") == 3 and page.index("<td>4 e4</td>") < page.index("<td>1 e1</td>")
+    assert "1 submission, 1 scored" in page
+
+
+def test_the_title_names_the_assignment_the_folder_and_the_date(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert batch_title("optimization_toolkit", Path("."), "2026-12-04") == (
+        f"optimization_toolkit.py: {tmp_path.name}, graded 2026-12-04"
     )
-    hidden = "0 of 9 hidden checks passed.\n\n- failed: sums to 1. (not implemented)\n... and 8 more"
-    assert failure_messages(hidden) == (["sums to 1. (not implemented)"], 8)
 
 
 def test_a_csv_cell_never_starts_a_formula() -> None:
