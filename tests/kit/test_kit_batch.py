@@ -234,7 +234,10 @@ def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: di
     assert re.search(
         r"<td>12 group advantages</td><td class='n'>4</td><td class='n'>3</td><td class='n'>67%", page
     )
-    assert "8 softmax: visible checks" in page and "12 group advantages: hidden checks" in page
+    assert page.index("<td>8 softmax</td>") < page.index("<td>12 group advantages</td>")  # weakest first
+    assert "<tr class='weak'><td>8 softmax</td>" in page
+    assert "<td>8 (visible)</td>" in page and "<td>12 (hidden)</td>" in page  # the checks, by pass rate
+    assert "<title>optimization_toolkit.py: submissions, graded 20" in page
     assert "(not implemented)" in page  # the stub's failures, by kind
 
 
