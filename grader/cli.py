@@ -93,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
+        "--compare", type=Path, default=None, metavar="OLD_GRADES.csv",
+        help="list whose grade changes against this earlier grades.csv (default: the one being replaced)",
+    )  # fmt: skip
+    batch_command.add_argument(
         "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
     )
     batch_command.add_argument(
@@ -160,8 +164,8 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
-    from grader.batch import BarProgress, BatchInterrupted, BatchOptions, run_batch
-    from grader.grades import write_grades
+    from grader.batch import BarProgress, BatchInterrupted, BatchOptions, kit_identity, run_batch
+    from grader.grades import grade_row, read_grades, write_rows
     from grader.grading import kit_manifest, only_exercises
     from grader.inventory import load_inventory
     from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
@@ -174,6 +178,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     inventory = load_inventory(root)  # a stale kit fails here, not once per submission
     if args.exercise:
         manifest, inventory = only_exercises(manifest, inventory, args.exercise)
+    compared = read_grades(args.compare) if args.compare is not None else None  # a bad one: exit 2 now
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
@@ -201,8 +206,13 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
             return 130
     if interrupted is not None:
         title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
-    write_grades(grades, outcomes, manifest.exercises)
-    written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), title)
+    identity = kit_identity(root, options)
+    kit = {"kit_version": identity["kit_version"], "inventory_hash": identity["inventory"] or ""}
+    rows = [grade_row(o, manifest.exercises, kit) for o in outcomes]
+    changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises)
+    write_rows(grades, rows, manifest.exercises)
+    analysis = item_analysis(outcomes, manifest.exercises)
+    written = write_report(grades.parent, analysis, title, changes)
     _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
@@ -211,6 +221,39 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
         return 130
     return 0
+
+
+def _regrade_preview(
+    grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises
+) -> list:
+    """Whose grade changes against `--compare`'s grades.csv, else the grades.csv about to be replaced
+    (kept beside it as NAME.previous.csv when anything changes); printed before grades.csv is written."""
+    import shutil
+
+    from grader.grades import GradesFileError, change_text, read_grades, regrade_changes
+
+    old, against = compared, compare
+    if old is None and grades.is_file():
+        try:
+            old, against = read_grades(grades), grades
+        except GradesFileError as error:
+            print(f"{PROG}: {error}; it is replaced without a comparison")
+    if old is None:
+        return []
+    changes = regrade_changes(old, rows, exercises)
+    if against == grades and changes:
+        kept = grades.with_name(f"{grades.stem}.previous{grades.suffix}")
+        shutil.copy2(grades, kept)
+        print(f"{PROG}: the earlier {grades.name} is kept as {kept}")
+    if changes:
+        print(f"{PROG}: {_count(len(changes), 'grade')} change against {against}:")
+        for change in changes[:30]:
+            print(f"  {change_text(change)}")
+        if len(changes) > 30:
+            print(f"  ... and {len(changes) - 30} more (see the report)")
+    else:
+        print(f"{PROG}: no grade changes against {against}")
+    return changes
 
 
 def batch_title(module: str, source: Path, today: str | None = None) -> str:

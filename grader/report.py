@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch import COMPLETED, Outcome
+from grader.grades import Change
 from grader.manifest import Exercise
 from grader.scoring import points_text
 
@@ -146,7 +147,9 @@ def histogram_bins(percents: Sequence[float]) -> list[float]:
     return [*edges, 100 - 1e-9, 100 + width - 1e-9]
 
 
-def write_report(folder: Path, analysis: Analysis, title: str = "Batch grading") -> list[Path]:
+def write_report(
+    folder: Path, analysis: Analysis, title: str = "Batch grading", changes: Sequence[Change] = ()
+) -> list[Path]:
     """Write the PNG charts and report.html into `folder`; the paths written. Without matplotlib, the
     page has the tables only."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -159,7 +162,7 @@ def write_report(folder: Path, analysis: Analysis, title: str = "Batch grading")
     except ImportError:
         pass
     page = folder / REPORT_HTML
-    page.write_text(report_html(analysis, images, title), encoding="utf-8")
+    page.write_text(report_html(analysis, images, title, changes), encoding="utf-8")
     return [*images.values(), page]
 
 
@@ -257,7 +260,9 @@ ul { margin: 0; padding-left: 1.2em; } img { max-width: 100%; }
 """
 
 
-def report_html(analysis: Analysis, images: dict[str, Path], title: str) -> str:
+def report_html(
+    analysis: Analysis, images: dict[str, Path], title: str, changes: Sequence[Change] = ()
+) -> str:
     """The page: summary, charts (inlined as base64 PNG), the exercises (weakest first, highlighted), the
     checks worth a look, what was not scored. Every text that came from a submission is escaped."""
     weak = set(analysis.weakest)
@@ -265,6 +270,7 @@ def report_html(analysis: Analysis, images: dict[str, Path], title: str) -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>",
         _summary(analysis),
+        _changes_section(changes),
         *(f"<h2>{_e(name)}</h2><img alt='{_e(name)}' src='{_data_uri(p)}'>" for name, p in images.items()),
         "<h2>Exercises, weakest first</h2>",
         _table(
@@ -279,6 +285,25 @@ def report_html(analysis: Analysis, images: dict[str, Path], title: str) -> str:
         parts += ["<h2>Not scored</h2>", _table(["file", "grading status"], rows)]
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _changes_section(changes: Sequence[Change]) -> str:
+    """Whose grade the regrade changes, and which exercises' points (empty: none)."""
+    if not changes:
+        return ""
+    rows = [
+        [
+            _e(c.file),
+            _e(c.kind),
+            _e(c.before),
+            _e(c.after),
+            "" if c.delta is None else _e(("+" if c.delta > 0 else "") + points_text(c.delta)),
+            "; ".join(f"{_e(label)}: {_e(b or '-')} &rarr; {_e(a or '-')}" for label, b, a in c.exercises),
+        ]
+        for c in changes
+    ]
+    header = ["file", "", "total before", "total after", "change", "exercises changed"]
+    return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
 
 
 def _summary(analysis: Analysis) -> str:

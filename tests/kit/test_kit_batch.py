@@ -24,9 +24,10 @@ from pathlib import Path
 import pytest
 
 import grader.batch
+from grader import __version__
 from grader.batch import Outcome
 from grader.cli import batch_title, main
-from grader.grades import grade_row
+from grader.grades import change_text, grade_row, regrade_changes
 from grader.manifest import Exercise
 from grader.report import histogram_bins, item_analysis, point_biserial, report_html
 from grader.roster import (
@@ -47,6 +48,7 @@ SELECTION = ["--exercise", "8", "--exercise", "12"]
 COLUMNS = [
     "file", "name", "email", "sid", "8 softmax", "12 group advantages",
     "total_points_earned", "total_points_possible", "percent_correct", "grading_status",
+    "kit_version", "inventory_hash",
 ]  # fmt: skip
 NOT_SUBMISSIONS = ("README.txt", "roster.csv", "rubric.pdf", ".hidden.py", "__MACOSX")
 GRADED = ["ada.py", "broken", "crash.py", "spin.py", "stub.py", "two"]
@@ -155,7 +157,10 @@ def test_the_class_is_graded_into_grades_csv(class_batch: dict) -> None:
     assert class_batch["code"] == 0, class_batch["err"]
     graded = rows(class_batch["grades"])
     assert list(graded) == GRADED  # README.txt and the like are not students
-    scores = {file: [row[c] for c in COLUMNS[4:]] for file, row in graded.items()}
+    scores = {file: [row[c] for c in COLUMNS[4:10]] for file, row in graded.items()}
+    assert {(row["kit_version"], len(row["inventory_hash"])) for row in graded.values()} == {
+        (__version__, 64)
+    }
     assert scores["ada.py"] == ["3", "4", "7", "7", "100", "completed"]
     assert scores["broken"] == ["0", "4", "4", "7", "57.14", "completed"]
     assert scores["stub.py"] == ["0", "0", "0", "7", "0", "completed"]
@@ -318,6 +323,10 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
     assert code == 0 and "1 graded now, 1 kept from an earlier run" in out
     assert rows(grades)["submission_102"]["percent_correct"] == "100"
+    preview = "submission_102: 0 -> 7 (+7): 8 softmax 0 -> 3; 12 group advantages 0 -> 4"
+    assert f"1 grade change against {grades}:\n  {preview}\n" in out  # printed before it is replaced
+    assert rows(grades.with_name("grades.previous.csv")) == first  # the earlier one, kept beside it
+    assert "Regrade: 1 grade changed" in (grades.parent / "report.html").read_text(encoding="utf-8")
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args, "--force")
     assert code == 0 and "2 graded now, 0 kept from an earlier run" in out
@@ -486,6 +495,29 @@ def test_the_title_names_the_assignment_the_folder_and_the_date(tmp_path: Path, 
     )
 
 
+def test_a_regrade_lists_whose_grade_changes_and_which_exercises() -> None:
+    exercises = [
+        Exercise(i, t, "p", (t,), 5, "visible", "property") for i, t in ((8, "softmax"), (12, "adv"))
+    ]
+    old = {
+        "a.py": {"file": "a.py", "8 softmax": "5", "12 adv": "2.5", "total_points_earned": "7.5"},
+        "b.py": {"file": "b.py", "8 softmax": "5", "12 adv": "5", "total_points_earned": "10"},
+        "gone.py": {"file": "gone.py", "8 softmax": "0", "12 adv": "0", "total_points_earned": "0"},
+    }
+    new = [
+        {"file": "a.py", "8 softmax": "3.75", "12 adv": "2.5", "total_points_earned": "6.25"},
+        {"file": "b.py", "8 softmax": "5", "12 adv": "5", "total_points_earned": "10"},
+        {"file": "new.py", "8 softmax": "5", "12 adv": "0", "total_points_earned": "5"},
+    ]
+    changes = regrade_changes(old, new, exercises)
+    assert [change_text(c) for c in changes] == [
+        "a.py: 7.5 -> 6.25 (-1.25): 8 softmax 5 -> 3.75",
+        "new.py: new, 5",
+        "gone.py: gone (was 0)",
+    ]
+    assert changes[0].delta == -1.25 and changes[0].exercises == (("8 softmax", "5", "3.75"),)
+
+
 def test_a_csv_cell_never_starts_a_formula() -> None:
     outcome = grader.batch.Outcome(
         Entry("=cmd.py", Path("/x"), (Submitter("@SUM(A1)", "-1", "+2"),)), "completed", "", {"score": 0}, 1.0
@@ -504,6 +536,10 @@ def test_a_csv_cell_never_starts_a_formula() -> None:
         (["{notes}"], "notes: no submissions in it (skipped, not submissions: grades.pdf, README.md)"),
         (["{folder}", "--timeout", "0"], "--timeout and --call-timeout must be positive"),
         (["{folder}", "--exercise", "99"], "no exercise 99 in the manifest"),
+        (
+            ["{folder}", "--compare", "{file}"],
+            "one.py: not a grades.csv of this kit (no file, total_points_earned,",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
