@@ -108,6 +108,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     batch_command.set_defaults(run=_run_batch)
 
+    summary = (
+        "compare the exercise code of a folder's submissions (copydetect; the stub as boilerplate) into a "
+        "side-by-side page for TAs: never part of a grade"
+    )
+    similarity_command = commands.add_parser(
+        "similarity", help=summary, description=summary, parents=[root_option]
+    )
+    similarity_command.add_argument("source", type=Path, metavar="SOURCE")
+    similarity_command.add_argument(
+        "-o", "--output", type=Path, default=Path("similarity.html"), metavar="HTML"
+    )
+    similarity_command.add_argument(
+        "--threshold", type=float, default=0.5, metavar="SHARE",
+        help="list pairs where one shares at least this share of its exercise code (default 0.5)",
+    )  # fmt: skip
+    similarity_command.set_defaults(run=_run_similarity)
+
     summary = "write dist/autograder.zip (Gradescope, otter run, otter grade) and dist/student-handout.zip"
     package_command = commands.add_parser("package", help=summary, description=summary, parents=[root_option])
     package_command.add_argument("-o", "--output", type=Path, default=Path("dist"), metavar="DIST")
@@ -212,7 +229,12 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises)
     write_rows(grades, rows, manifest.exercises)
     analysis = item_analysis(outcomes, manifest.exercises)
-    written = write_report(grades.parent, analysis, title, changes)
+    pairs = (
+        _batch_similarity(root, manifest, roster.entries, grades.parent, title)
+        if interrupted is None
+        else None
+    )
+    written = write_report(grades.parent, analysis, title, changes, pairs)
     _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
@@ -221,6 +243,21 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
         return 130
     return 0
+
+
+def _batch_similarity(root: Path, manifest, entries, folder: Path, title: str) -> list | None:
+    """similarity.html beside grades.csv, where copydetect is installed; the pairs (None: not run)."""
+    from grader.similarity import SIMILARITY_HTML, SimilarityUnavailable, compare, write_similarity
+
+    if len(entries) < 2:
+        return None
+    try:
+        pairs, left_out = compare(entries, manifest, _stub(root))
+    except SimilarityUnavailable as error:
+        print(f"{PROG}: no similarity check: {error}")
+        return None
+    write_similarity(folder / SIMILARITY_HTML, pairs, left_out, f"Similarity: {title}")
+    return pairs
 
 
 def _regrade_preview(
@@ -262,6 +299,39 @@ def batch_title(module: str, source: Path, today: str | None = None) -> str:
 
     name = source.resolve().name or str(source.resolve())
     return f"{module}.py: {name}, graded {today or datetime.date.today().isoformat()}"
+
+
+def _run_similarity(args: argparse.Namespace, root: Path) -> int:
+    import time
+
+    from grader.grading import kit_manifest
+    from grader.roster import scan_source
+    from grader.similarity import compare, write_similarity
+
+    if not args.source.exists():
+        return _fail(f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)")
+    if not 0 < args.threshold <= 1:
+        return _fail("--threshold must be above 0 and at most 1")
+    manifest = kit_manifest(root)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="optlab-similarity-") as scratch:
+        roster = scan_source(args.source, Path(scratch))
+        if len(roster.entries) < 2:
+            return _fail(f"{args.source}: fewer than two submissions in it, nothing to compare")
+        pairs, left_out = compare(roster.entries, manifest, _stub(root), args.threshold)
+    write_similarity(args.output, pairs, left_out, f"Similarity: {batch_title(manifest.module, args.source)}")
+    seconds = time.monotonic() - started
+    found = f"{len(pairs)} pair(s) at or above {args.threshold:g}"
+    print(f"{PROG}: {len(roster.entries)} submissions compared in {seconds:.1f} s: {found}")
+    for pair in pairs[:20]:
+        print(f"  {pair.first} & {pair.second}: {100 * pair.similarity:.0f}%")
+    print(f"{PROG}: wrote {args.output}")
+    return 0
+
+
+def _stub(root: Path) -> str:
+    stub = root / "student" / "optimization_toolkit.py"
+    return stub.read_text(encoding="utf-8") if stub.is_file() else ""
 
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:

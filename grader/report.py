@@ -148,7 +148,11 @@ def histogram_bins(percents: Sequence[float]) -> list[float]:
 
 
 def write_report(
-    folder: Path, analysis: Analysis, title: str = "Batch grading", changes: Sequence[Change] = ()
+    folder: Path,
+    analysis: Analysis,
+    title: str = "Batch grading",
+    changes: Sequence[Change] = (),
+    pairs: Sequence | None = None,
 ) -> list[Path]:
     """Write the PNG charts and report.html into `folder`; the paths written. Without matplotlib, the
     page has the tables only."""
@@ -162,7 +166,7 @@ def write_report(
     except ImportError:
         pass
     page = folder / REPORT_HTML
-    page.write_text(report_html(analysis, images, title, changes), encoding="utf-8")
+    page.write_text(report_html(analysis, images, title, changes, pairs), encoding="utf-8")
     return [*images.values(), page]
 
 
@@ -261,7 +265,11 @@ ul { margin: 0; padding-left: 1.2em; } img { max-width: 100%; }
 
 
 def report_html(
-    analysis: Analysis, images: dict[str, Path], title: str, changes: Sequence[Change] = ()
+    analysis: Analysis,
+    images: dict[str, Path],
+    title: str,
+    changes: Sequence[Change] = (),
+    pairs: Sequence | None = None,
 ) -> str:
     """The page: summary, charts (inlined as base64 PNG), the exercises (weakest first, highlighted), the
     checks worth a look, what was not scored. Every text that came from a submission is escaped."""
@@ -279,6 +287,7 @@ def report_html(
             [s.exercise.id in weak for s in analysis.exercises],
         ),
         _checks_section(analysis),
+        _pairs_section(pairs),
     ]
     if analysis.not_scored:
         rows = [[_e(file), _e(status)] for file, status in analysis.not_scored]
@@ -304,6 +313,24 @@ def _changes_section(changes: Sequence[Change]) -> str:
     ]
     header = ["file", "", "total before", "total after", "change", "exercises changed"]
     return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
+
+
+def _pairs_section(pairs: Sequence | None) -> str:
+    """The similar pairs (grader.similarity.Pair), linked to similarity.html's side-by-side views."""
+    if pairs is None:
+        return ""
+    head = "<h2>Similar exercise code (for TAs; never part of a grade)</h2>"
+    if not pairs:
+        return head + "<p>No pair at or above the threshold.</p>"
+    rows = [
+        [
+            f"<a href='similarity.html#pair-{i}'>{_e(p.first)} &amp; {_e(p.second)}</a>",
+            f"{100 * p.shares[0]:.0f}% / {100 * p.shares[1]:.0f}%",
+            _n(p.tokens),
+        ]
+        for i, p in enumerate(pairs, 1)
+    ]
+    return head + _table(["pair", "share of each one's code found in the other", "tokens in common"], rows)
 
 
 def _summary(analysis: Analysis) -> str:

@@ -39,6 +39,7 @@ from grader.roster import (
     read_source,
     scan_source,
 )
+from grader.similarity import exercise_code
 from tests.kit.gradescope_schema import problems
 
 KIT = Path(__file__).resolve().parents[2]
@@ -554,3 +555,34 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert code == 2 and out == ""
     assert err.startswith("grader: error: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "grades.csv").exists()
+
+
+# -- similarity -----------------------------------------------------------------------------------------
+
+
+def test_similarity_finds_a_copy_but_not_the_stub_everyone_starts_from(tmp_path: Path) -> None:
+    pytest.importorskip("copydetect")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    renamed = re.sub(r"\bprobs\b", "pp", REFERENCE)  # a copy with a variable renamed
+    (source / "copy.py").write_text(renamed, encoding="utf-8")
+    (source / "stub1.py").write_text(STUB, encoding="utf-8")
+    (source / "stub2.py").write_text(STUB, encoding="utf-8")  # identical, but all of it is the stub
+    (source / "notes.txt").write_text("not a submission\n", encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
+    assert code == 0
+    assert "4 submissions compared" in out.getvalue() and "ada.py & copy.py: 100%" in out.getvalue()
+    assert "stub1.py & stub2.py" not in out.getvalue()
+    page = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    assert page.count("<h2 id='pair-") == 1 and "<mark>" in page and "never part of a grade" in page
+
+
+def test_exercise_code_is_only_the_exercise_functions() -> None:
+    code = exercise_code(
+        "import os\n\n@dec\ndef softmax(x):\n    return x\n\n\ndef given():\n    pass\n", ["softmax"]
+    )
+    assert code == "@dec\ndef softmax(x):\n    return x\n"
+    assert exercise_code("def softmax(:\n", ["softmax"]) == ""
