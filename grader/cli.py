@@ -235,6 +235,10 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
         else None
     )
     written = write_report(grades.parent, analysis, title, changes, pairs)
+    if pairs is not None:
+        from grader.similarity import SIMILARITY_HTML
+
+        written.append(grades.parent / SIMILARITY_HTML)
     _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
