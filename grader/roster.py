@@ -80,6 +80,7 @@ def scan_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> Ro
         raise SourceError(f"{source}: not a folder of submissions or a Gradescope export zip")
     folder = _export_root(folder)
     names = read_metadata(folder / METADATA) if (folder / METADATA).is_file() else {}
+    _check_export(source, folder, names)
     outputs = {p.resolve() for p in exclude}
     entries, skipped = [], []
     for path in sorted(folder.iterdir(), key=lambda p: _natural(p.name)):
@@ -103,6 +104,28 @@ def _not_a_submission(path: Path) -> str:
     if path.is_file() and path.suffix.lower() not in SUBMISSION_SUFFIXES:
         return "not a .py file, a .zip or a folder"
     return ""
+
+
+_EXPORTED = re.compile(r"^submission_\d+$")  # how Gradescope's export names each submission's folder
+
+
+def _check_export(source: Path, folder: Path, names: dict) -> None:
+    """A Gradescope export must say who made its submissions: its submission_metadata.yml present, and
+    naming some of its submission folders (else one SourceError line that says what to do)."""
+    inner = [p for p in folder.iterdir() if p.name not in SKIPPED and not p.name.startswith(".")]
+    if len(inner) == 1 and inner[0].is_dir() and not (folder / METADATA).is_file():
+        inside = [p for p in inner[0].iterdir() if p.is_dir() and _EXPORTED.match(p.name)]
+        if inside:  # an export zip whose metadata is missing: its wrapper would be graded as one student
+            raise SourceError(
+                f"{source}: a Gradescope export without {METADATA}: download it again "
+                "(Review Grades > Export Submissions), or give the folder of submissions itself"
+            )
+    exported = [p.name for p in inner if p.is_dir() and _EXPORTED.match(p.name)]
+    if (folder / METADATA).is_file() and exported and not set(names) & set(exported):
+        raise SourceError(
+            f"{source}: its {METADATA} names none of its {len(exported)} submission folders (missing or "
+            "malformed): download the export again"
+        )
 
 
 def unpack_export(archive: Path, into: Path) -> Path:

@@ -365,6 +365,26 @@ def test_a_folder_lists_each_entry_once_and_skips_outputs(tmp_path: Path) -> Non
     assert read_source(tmp_path, tmp_path / "unused") == list(roster.entries)
 
 
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        (None, "a Gradescope export without submission_metadata.yml: download it again"),
+        ("{not: yaml at all", "names none of its 2 submission folders (missing or malformed): download"),
+    ],
+)
+def test_an_export_without_readable_metadata_is_one_line(
+    tmp_path: Path, metadata: str | None, message: str
+) -> None:
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as zipped:
+        if metadata is not None:
+            zipped.writestr("assignment_42_export/submission_metadata.yml", metadata)
+        zipped.writestr("assignment_42_export/submission_101/optimization_toolkit.py", REFERENCE)
+        zipped.writestr("assignment_42_export/submission_102/optimization_toolkit.py", STUB)
+    code, out, err = batch(str(tmp_path / "export.zip"), "-o", str(tmp_path / "grades.csv"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("grader: error: ") and message in err
+
+
 def test_an_export_with_a_climbing_path_is_refused(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "bad.zip", "w") as zipped:
         zipped.writestr("export/../../escaped.py", "x = 1\n")
