@@ -32,6 +32,7 @@ from grader.manifest import Exercise
 from grader.scoring import points_text
 
 TOP_FAILURES = 5
+HARDEST = 25  # checks listed at once; the rest folded away
 WEAKEST = 3  # exercises highlighted: the weakest three, where their pass rate is below 100%
 HISTOGRAM_PNG = "score-histogram.png"
 PASS_RATES_PNG = "pass-rates.png"
@@ -367,8 +368,15 @@ def _checks_section(analysis: Analysis) -> str:
         "<h2>Checks some submissions fail, hardest first</h2>",
         "<p>Separation: the point-biserial correlation of passing the check with the total score (near 1: "
         "the strong pass it and the weak fail it; below 0: the strong fail it more).</p>",
-        _table(header, [_check_row(c) for c in failed]) if failed else "<p>None: every check was passed.</p>",
+        _table(header, [_check_row(c) for c in failed[:HARDEST]])
+        if failed
+        else "<p>None: every check was passed.</p>",
     ]
+    if len(failed) > HARDEST:
+        rest = _table(header, [_check_row(c) for c in failed[HARDEST:]])
+        parts.append(
+            f"<details><summary>{len(failed) - HARDEST} more checks some fail</summary>{rest}</details>"
+        )
     easy = [c for c in flagged if c.flag == "nobody fails it"]
     odd = [c for c in flagged if c.flag != "nobody fails it"]
     if odd:
