@@ -37,13 +37,16 @@ from grader.layout import MANIFEST, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
 from grader.sandbox import proc_stat
+from grader.scoring import points_text
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
+MODULE_FILE = "optimization_toolkit.py"
 POLL_SECONDS = 0.05
 LOG_BYTES = 256 * 1024
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
 
 COMPLETED, UNGRADED, TIMED_OUT, CRASHED = "completed", "ungraded", "timed out", "crashed"
+INTERRUPTED = "interrupted"  # not graded: the batch was stopped first
 KEPT = (COMPLETED, UNGRADED)  # outcomes a later run keeps; the others are tried again
 
 
@@ -78,6 +81,19 @@ class Outcome:
     @property
     def failed(self) -> bool:
         return self.status != COMPLETED
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A batch stopped by Ctrl-C or SIGTERM: `outcomes` holds one per entry, in order, those it did not
+    finish with status "interrupted" (every child stopped, what finished kept on disk)."""
+
+    def __init__(self, outcomes: list[Outcome], why: str = "") -> None:
+        super().__init__(why)
+        self.outcomes = outcomes
+
+    @property
+    def finished(self) -> int:
+        return sum(o.status != INTERRUPTED for o in self.outcomes)
 
 
 class Progress(Protocol):
@@ -131,7 +147,8 @@ def run_batch(
     root: Path, entries: Sequence[Entry], options: BatchOptions, progress: Progress | None = None
 ) -> list[Outcome]:
     """Grade `entries` with the kit at `root`; one outcome per entry, in their order. On
-    KeyboardInterrupt every child is stopped and what finished is kept on disk; the interrupt goes on."""
+    KeyboardInterrupt every child is stopped, what finished is kept on disk, and BatchInterrupted (a
+    KeyboardInterrupt) carries the outcomes so far."""
     kit = kit_identity(root, options)
     kept: dict[str, Outcome] = {}
     todo: list[tuple[Entry, str]] = []
@@ -145,8 +162,20 @@ def run_batch(
             todo.append((entry, key))
     if progress is not None:
         progress.start(len(todo))
+    graded: list[Outcome] = []
+
+    def finished(outcome: Outcome) -> None:
+        graded.append(outcome)
+        if progress is not None:
+            progress.done(outcome)
+
     try:
-        graded = _grade_all(root, todo, options, progress.done if progress else lambda _: None)
+        _grade_all(root, todo, options, finished)
+    except KeyboardInterrupt as stop:
+        done = {**kept, **{o.entry.file: o for o in graded}}
+        reason = "the batch was interrupted before it was graded: run grader batch again"
+        left = {e.file: Outcome(e, INTERRUPTED, reason, {}, 0.0) for e in entries if e.file not in done}
+        raise BatchInterrupted([{**done, **left}[e.file] for e in entries], str(stop)) from None
     finally:
         if progress is not None:
             progress.stop()
@@ -344,7 +373,7 @@ def _finish(job: _Job, options: BatchOptions) -> Outcome:
     if document is not None:
         os.replace(job.new_results, job.folder / "results.json")
         ungraded = document.get("extra_data", {}).get("ungraded")
-        status, reason = (UNGRADED, str(ungraded)) if ungraded else (COMPLETED, "")
+        status, reason = (UNGRADED, ta_reason(job.entry, document)) if ungraded else (COMPLETED, "")
     else:
         job.new_results.unlink(missing_ok=True)
         if job.timed_out:
@@ -356,6 +385,21 @@ def _finish(job: _Job, options: BatchOptions) -> Outcome:
     record = {"key": job.key, "status": status, "reason": reason, "seconds": round(seconds, 3)}
     _write_json(job.folder / "batch.json", {**record, "file": job.entry.file})
     return Outcome(job.entry, status, reason, document, seconds)
+
+
+def ta_reason(entry: Entry, document: dict) -> str:
+    """Why a submission could not be graded, told to the TA: which files it holds and what to rename,
+    from the data its results.json carries (the student's own message otherwise)."""
+    extra = document.get("extra_data", {})
+    kind, files = extra.get("ungraded_kind"), extra.get("ungraded_files") or []
+    listed = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    rerun = "then run grader batch again"
+    if kind == "several modules":
+        return (f"{entry.file} holds several .py files that could be the module ({listed}): rename the one "
+                f"to grade to {MODULE_FILE} (or remove the others), {rerun}")  # fmt: skip
+    if kind == "no module":
+        return f"{entry.file} holds no .py file that could be the module ({listed}): {rerun} once it does"
+    return str(extra.get("ungraded", ""))
 
 
 def _read_results(path: Path) -> dict | None:
@@ -464,7 +508,7 @@ class BarProgress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1, failed=self.failed)
         else:
-            score = f"{outcome.document.get('score', 0):g}"
+            score = points_text(outcome.document.get("score", 0))
             print(
                 f"[{self.count}/{self.total}] {outcome.entry.file}: {score} ({outcome.grading_status})",
                 file=sys.stderr,

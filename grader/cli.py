@@ -17,6 +17,7 @@ from grader.errors import KitError
 from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
 from grader.isolation import machine_layers
 from grader.layout import find_root
+from grader.scoring import points_text
 
 if TYPE_CHECKING:
     from grader.batch import Outcome
@@ -99,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
+        "--compare", type=Path, default=None, metavar="OLD_GRADES.csv",
+        help="list whose grade changes against this earlier grades.csv (default: the one being replaced)",
+    )  # fmt: skip
+    batch_command.add_argument(
         "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
     )
     batch_command.add_argument(
@@ -109,6 +114,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
     )
     batch_command.set_defaults(run=_run_batch)
+
+    summary = (
+        "compare the exercise code of a folder's submissions (copydetect; the stub as boilerplate) into a "
+        "side-by-side page for TAs: never part of a grade"
+    )
+    similarity_command = commands.add_parser(
+        "similarity", help=summary, description=summary, parents=[root_option]
+    )
+    similarity_command.add_argument("source", type=Path, metavar="SOURCE")
+    similarity_command.add_argument(
+        "-o", "--output", type=Path, default=Path("similarity.html"), metavar="HTML"
+    )
+    similarity_command.add_argument(
+        "--threshold", type=float, default=0.5, metavar="SHARE",
+        help="list pairs where one shares at least this share of its exercise code (default 0.5)",
+    )  # fmt: skip
+    similarity_command.set_defaults(run=_run_similarity)
 
     summary = "write dist/autograder.zip (Gradescope, otter run, otter grade) and dist/student-handout.zip"
     package_command = commands.add_parser("package", help=summary, description=summary, parents=[root_option])
@@ -188,18 +210,19 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
         print(graded.printed[:2000])
     possible = graded.document["extra_data"].get("points_possible")
     if possible is not None:  # the summary above is what students see at once; this is the grade
-        print(f"\n{PROG}: score {graded.document['score']:g} / {possible:g}, hidden checks included")
+        score = f"{points_text(graded.document['score'])} / {points_text(possible)}"
+        print(f"\n{PROG}: score {score}, hidden checks included")
     print(f"{PROG}: wrote {args.output}")
     return 0
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
-    from grader.batch import BarProgress, BatchOptions, run_batch
-    from grader.grades import write_grades
+    from grader.batch import BarProgress, BatchInterrupted, BatchOptions, kit_identity, run_batch
+    from grader.grades import grade_row, read_grades, write_rows
     from grader.grading import kit_manifest, only_exercises
     from grader.inventory import load_inventory
     from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
-    from grader.roster import read_source
+    from grader.roster import scan_source
 
     jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
     if problem := _batch_input_problem(args, jobs):
@@ -208,6 +231,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     inventory = load_inventory(root)  # a stale kit fails here, not once per submission
     if args.exercise:
         manifest, inventory = only_exercises(manifest, inventory, args.exercise)
+    compared = read_grades(args.compare) if args.compare is not None else None  # a bad one: exit 2 now
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
@@ -216,22 +240,139 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
     outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
     progress = BarProgress()
-    try:
-        with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
-            entries = read_source(args.source, Path(scratch), exclude=outputs)
-            if not entries:
-                return _fail(f"{args.source}: no submissions in it")
-            print(machine_layers().summary())
-            outcomes = run_batch(root, entries, options, progress)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted after {progress.count} gradings; what finished is kept in "
-              f"{options.results_dir}: run again to grade the rest", file=sys.stderr)  # fmt: skip
-        return 130
-    write_grades(grades, outcomes, manifest.exercises)
-    written = write_report(grades.parent, item_analysis(outcomes, manifest.exercises), args.source.name)
-    _print_batch(outcomes)
+    title = batch_title(manifest.module, args.source)
+    interrupted = None
+    with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
+        roster = scan_source(args.source, Path(scratch), exclude=outputs)
+        if not roster.entries:
+            skipped = f" (skipped, not submissions: {_names(roster.skipped)})" if roster.skipped else ""
+            return _fail(f"{args.source}: no submissions in it{skipped}: give the folder that holds them")
+        if roster.skipped:
+            print(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
+                  f"submission: {_names(roster.skipped)}")  # fmt: skip
+        print(machine_layers().summary())
+        try:
+            outcomes = run_batch(root, roster.entries, options, progress)
+        except BatchInterrupted as stop:
+            outcomes, interrupted = stop.outcomes, stop
+        except KeyboardInterrupt:  # before the batch began
+            print(f"{PROG}: interrupted before grading began", file=sys.stderr)
+            return 130
+    if interrupted is not None:
+        title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
+    identity = kit_identity(root, options)
+    kit = {"kit_version": identity["kit_version"], "inventory_hash": identity["inventory"] or ""}
+    rows = [grade_row(o, manifest.exercises, kit) for o in outcomes]
+    changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises)
+    write_rows(grades, rows, manifest.exercises)
+    analysis = item_analysis(outcomes, manifest.exercises)
+    pairs = (
+        _batch_similarity(root, manifest, roster.entries, grades.parent, title)
+        if interrupted is None
+        else None
+    )
+    written = write_report(grades.parent, analysis, title, changes, pairs)
+    if pairs is not None:
+        from grader.similarity import SIMILARITY_HTML
+
+        written.append(grades.parent / SIMILARITY_HTML)
+    _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
+    if interrupted is not None:
+        print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
+              f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
+              "run again to grade the rest", file=sys.stderr)  # fmt: skip
+        return 130
     return 0
+
+
+def _batch_similarity(root: Path, manifest, entries, folder: Path, title: str) -> list | None:
+    """similarity.html beside grades.csv, where copydetect is installed; the pairs (None: not run)."""
+    from grader.similarity import SIMILARITY_HTML, SimilarityUnavailable, compare, write_similarity
+
+    if len(entries) < 2:
+        return None
+    try:
+        pairs, left_out = compare(entries, manifest, _stub(root))
+    except SimilarityUnavailable as error:
+        print(f"{PROG}: no similarity check: {error}")
+        return None
+    write_similarity(folder / SIMILARITY_HTML, pairs, left_out, f"Similarity: {title}")
+    return pairs
+
+
+def _regrade_preview(
+    grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises
+) -> list:
+    """Whose grade changes against `--compare`'s grades.csv, else the grades.csv about to be replaced
+    (kept beside it as NAME.previous.csv when anything changes); printed before grades.csv is written."""
+    import shutil
+
+    from grader.grades import GradesFileError, change_text, read_grades, regrade_changes
+
+    old, against = compared, compare
+    if old is None and grades.is_file():
+        try:
+            old, against = read_grades(grades), grades
+        except GradesFileError as error:
+            print(f"{PROG}: {error}; it is replaced without a comparison")
+    if old is None:
+        return []
+    changes = regrade_changes(old, rows, exercises)
+    if against == grades and changes:
+        kept = grades.with_name(f"{grades.stem}.previous{grades.suffix}")
+        shutil.copy2(grades, kept)
+        print(f"{PROG}: the earlier {grades.name} is kept as {kept}")
+    if changes:
+        print(f"{PROG}: {_count(len(changes), 'grade')} change against {against}:")
+        for change in changes[:30]:
+            print(f"  {change_text(change)}")
+        if len(changes) > 30:
+            print(f"  ... and {len(changes) - 30} more (see the report)")
+    else:
+        print(f"{PROG}: no grade changes against {against}")
+    return changes
+
+
+def batch_title(module: str, source: Path, today: str | None = None) -> str:
+    """The report's title: the assignment (the lab module), the source's name and the date."""
+    import datetime
+
+    name = source.resolve().name or str(source.resolve())
+    return f"{module}.py: {name}, graded {today or datetime.date.today().isoformat()}"
+
+
+def _run_similarity(args: argparse.Namespace, root: Path) -> int:
+    import time
+
+    from grader.grading import kit_manifest
+    from grader.roster import scan_source
+    from grader.similarity import compare, write_similarity
+
+    if not args.source.exists():
+        return _fail(f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)")
+    if not 0 < args.threshold <= 1:
+        return _fail("--threshold must be above 0 and at most 1")
+    manifest = kit_manifest(root)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="optlab-similarity-") as scratch:
+        roster = scan_source(args.source, Path(scratch))
+        if len(roster.entries) < 2:
+            return _fail(f"{args.source}: fewer than two submissions in it, nothing to compare")
+        pairs, left_out = compare(roster.entries, manifest, _stub(root), args.threshold)
+    write_similarity(args.output, pairs, left_out, f"Similarity: {batch_title(manifest.module, args.source)}")
+    seconds = time.monotonic() - started
+    found = f"{len(pairs)} pair(s) at or above {args.threshold:g}"
+    print(f"{PROG}: {len(roster.entries)} submissions compared in {seconds:.1f} s: {found}")
+    for pair in pairs[:20]:
+        print(f"  {pair.first} & {pair.second}: {100 * pair.similarity:.0f}%")
+    print(f"{PROG}: wrote {args.output}")
+    return 0
+
+
+def _stub(root: Path) -> str:
+    stub = root / "student" / "optimization_toolkit.py"
+    return stub.read_text(encoding="utf-8") if stub.is_file() else ""
 
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:
@@ -261,17 +402,38 @@ def _batch_input_problem(args: argparse.Namespace, jobs: int) -> str | None:
     return None
 
 
-def _print_batch(outcomes: Sequence[Outcome]) -> None:
+def _print_batch(outcomes: Sequence[Outcome], skipped: Sequence[tuple[str, str]] = ()) -> None:
+    """One summary line whose every part adds up to the submissions, then what was not scored."""
+    from collections import Counter
+
+    from grader.batch import COMPLETED, INTERRUPTED
+
+    total = len(outcomes)
     kept = sum(o.skipped for o in outcomes)
-    failed = [o for o in outcomes if o.failed]
-    print(
-        f"{PROG}: {len(outcomes)} submissions: {len(outcomes) - kept} graded now, {kept} already graded "
-        f"(kept), {len(failed)} not graded"
-    )
+    left = sum(o.status == INTERRUPTED for o in outcomes)
+    failed = [o for o in outcomes if o.status != COMPLETED]
+    kinds = Counter(o.status for o in failed)
+    why = f" ({', '.join(f'{n} {status}' for status, n in sorted(kinds.items()))})" if failed else ""
+    line = f"{PROG}: {_count(total, 'submission')}: {total - len(failed)} scored, {len(failed)} not scored"
+    line += f"{why}; {total - kept - left} graded now, {kept} kept from an earlier run"
+    if left:
+        line += f", {left} not reached"
+    if skipped:
+        line += f"; {_count(len(skipped), 'entry', 'entries')} skipped (not submissions)"
+    print(line)
     for outcome in failed[:20]:
         print(f"  {outcome.entry.file}: {outcome.grading_status}")
     if len(failed) > 20:
         print(f"  ... and {len(failed) - 20} more (see grades.csv)")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _names(skipped: Sequence[tuple[str, str]], shown: int = 8) -> str:
+    names = ", ".join(name for name, _ in skipped[:shown])
+    return names + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
 
 
 def _fail(message: str) -> int:

@@ -4,7 +4,12 @@ Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (f
 metadata; empty when unknown, several submitters joined by "; "), one column per exercise (its label,
 "8 softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct`
 (0 to 100) and `grading_status` (completed, or ungraded / timed out / crashed with the reason). A
-submission that was not graded earns 0 everywhere; its status says why.
+submission that was not graded earns 0 everywhere; its status says why. One that an interrupted batch
+did not reach has empty points (no grade yet, not a zero) and the status "interrupted: ...". Last,
+`kit_version` and `inventory_hash`: what the row was graded with.
+
+A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
+much, and which exercises' points changed, before the file is replaced.
 """
 
 from __future__ import annotations
@@ -12,24 +17,52 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import Outcome
+from grader.batch import INTERRUPTED, Outcome
+from grader.errors import KitError
 from grader.manifest import Exercise
+from grader.scoring import points_text
 
 IDENTIFIERS = ("file", "name", "email", "sid")
 TOTALS = ("total_points_earned", "total_points_possible", "percent_correct", "grading_status")
+KIT = ("kit_version", "inventory_hash")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run these as formulas
+
+
+class GradesFileError(KitError):
+    """A file given as an earlier grades.csv that is not one of this kit."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One submission whose grade a regrade changes."""
+
+    file: str
+    before: str  # total_points_earned before ("" for a submission that was not there)
+    after: str  # and after ("" for one that is gone)
+    exercises: tuple[tuple[str, str, str], ...]  # (exercise column, before, after) of those that changed
+    kind: str = "changed"  # or "new" (not in the earlier grades.csv), "gone" (not in the new one)
+
+    @property
+    def delta(self) -> float | None:
+        try:
+            return float(self.after) - float(self.before)
+        except ValueError:
+            return None
 
 
 def columns(exercises: Sequence[Exercise]) -> list[str]:
     """The header of grades.csv."""
-    return [*IDENTIFIERS, *(e.label for e in exercises), *TOTALS]
+    return [*IDENTIFIERS, *(e.label for e in exercises), *TOTALS, *KIT]
 
 
-def grade_row(outcome: Outcome, exercises: Sequence[Exercise]) -> dict[str, str]:
-    """One submission's row."""
+def grade_row(
+    outcome: Outcome, exercises: Sequence[Exercise], kit: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """One submission's row (`kit`: its kit_version and inventory_hash)."""
     extra = outcome.document.get("extra_data", {})
     earned = {item["id"]: float(item["score"]) for item in extra.get("exercises", [])}
     total = float(outcome.document.get("score", 0.0)) if earned else 0.0
@@ -44,16 +77,29 @@ def grade_row(outcome: Outcome, exercises: Sequence[Exercise]) -> dict[str, str]
         "percent_correct": _number(round(100 * total / possible, 2) if possible else 0.0),
         "grading_status": outcome.grading_status,
     }
+    if outcome.status == INTERRUPTED:
+        row.update({key: "" for key in [*(e.label for e in exercises), *TOTALS[:3]]})
+    row.update({key: str((kit or {}).get(key, "")) for key in KIT})
     return {key: _safe_cell(value) for key, value in row.items()}
 
 
-def write_grades(path: Path, outcomes: Sequence[Outcome], exercises: Sequence[Exercise]) -> None:
+def write_grades(
+    path: Path,
+    outcomes: Sequence[Outcome],
+    exercises: Sequence[Exercise],
+    kit: Mapping[str, str] | None = None,
+) -> None:
     """Write grades.csv (atomically: a rename into place)."""
+    write_rows(path, [grade_row(o, exercises, kit) for o in outcomes], exercises)
+
+
+def write_rows(path: Path, rows: Sequence[dict[str, str]], exercises: Sequence[Exercise]) -> None:
+    """Write grades.csv's `rows` (atomically: a rename into place)."""
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=columns(exercises), lineterminator="\n")
     writer.writeheader()
-    for outcome in outcomes:
-        writer.writerow(grade_row(outcome, exercises))
+    for row in rows:
+        writer.writerow(row)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text.getvalue(), encoding="utf-8")
@@ -61,8 +107,7 @@ def write_grades(path: Path, outcomes: Sequence[Outcome], exercises: Sequence[Ex
 
 
 def _number(value: float) -> str:
-    value = round(value, 4)
-    return str(int(value)) if value == int(value) else str(value)
+    return points_text(value)
 
 
 def _safe_cell(value: str) -> str:
@@ -78,3 +123,64 @@ def _is_number(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_grades(path: Path) -> dict[str, dict[str, str]]:
+    """file -> row of an earlier grades.csv of this kit; GradesFileError, saying what to give, if it is
+    not one."""
+    what = f"{path}: not a grades.csv of this kit"
+    fix = "give a grades.csv that grader batch wrote"
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            missing = [c for c in ("file", "total_points_earned", "grading_status") if c not in header]
+            if missing:
+                raise GradesFileError(f"{what} (no {', '.join(missing)} column): {fix}")
+            return {row["file"]: row for row in reader}
+    except UnicodeDecodeError:
+        raise GradesFileError(f"{what} (not UTF-8 text): {fix}") from None
+    except csv.Error as error:
+        raise GradesFileError(f"{what} ({error}): {fix}") from None
+
+
+def regrade_changes(
+    old: Mapping[str, Mapping[str, str]], rows: Sequence[Mapping[str, str]], exercises: Sequence[Exercise]
+) -> list[Change]:
+    """The submissions whose total or exercise points differ between `old` and the new `rows`, in the
+    new rows' order (then those gone)."""
+    changes = []
+    for row in rows:
+        before = old.get(row["file"])
+        if before is None:
+            changes.append(Change(row["file"], "", row["total_points_earned"], (), "new"))
+            continue
+        moved = tuple(
+            (e.label, before.get(e.label, ""), row[e.label])
+            for e in exercises
+            if before.get(e.label, "") != row[e.label]
+        )
+        if moved or before.get("total_points_earned", "") != row["total_points_earned"]:
+            changes.append(
+                Change(row["file"], before.get("total_points_earned", ""), row["total_points_earned"], moved)
+            )
+    new = {row["file"] for row in rows}
+    changes += [
+        Change(file, row.get("total_points_earned", ""), "", (), "gone")
+        for file, row in old.items()
+        if file not in new
+    ]
+    return changes
+
+
+def change_text(change: Change) -> str:
+    """One line of the preview: "bob.py: 57.5 -> 60 (+2.5): 8 softmax 0 -> 2.5"."""
+    if change.kind == "new":
+        return f"{change.file}: new, {change.after or 'no grade yet'}"
+    if change.kind == "gone":
+        return f"{change.file}: gone (was {change.before or 'no grade'})"
+    delta = change.delta
+    moved = f" ({'+' if delta > 0 else ''}{points_text(delta)})" if delta else ""
+    parts = "; ".join(f"{label} {b or '-'} -> {a or '-'}" for label, b, a in change.exercises)
+    totals = f"{change.before or '-'} -> {change.after or '-'}"
+    return f"{change.file}: {totals}{moved}" + (f": {parts}" if parts else "")

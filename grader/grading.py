@@ -57,7 +57,8 @@ def grade(
     try:
         intake = read_submission(submission)
     except IntakeError as error:
-        document = unscored_document(str(error), execution_time=time.monotonic() - started)
+        why = {"ungraded_kind": error.kind, "ungraded_files": list(error.files)} if error.kind else None
+        document = unscored_document(str(error), execution_time=time.monotonic() - started, extra=why)
         write_results(document, out)
         return Graded(document, (), "")
     with tempfile.TemporaryDirectory(prefix="optlab-grade-") as scratch:

@@ -21,6 +21,7 @@ from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
+from grader.scoring import points_text
 
 HANDOUT_ZIP = "student-handout.zip"
 FOLDER = "optlab-handout"  # everything sits in one folder of the zip
@@ -67,13 +68,13 @@ markers =
 def student_readme(manifest: Manifest, pins: dict[str, str]) -> str:
     """The handout's README: what to do, how to test, what to submit, what the messages mean."""
     rows = "\n".join(
-        f"| {e.id} | {e.title} | {', '.join(f'`{f}`' for f in e.functions)} | {e.points:g} |"
+        f"| {e.id} | {e.title} | {', '.join(f'`{f}`' for f in e.functions)} | {points_text(e.points)} |"
         for e in manifest.exercises
     )
     return README_TEMPLATE.format(
         module=MODULE_FILE,
         rows=rows,
-        total=f"{manifest.total_points:g}",
+        total=points_text(manifest.total_points),
         install=" ".join(f'"{pins[name]}"' for name in REQUIREMENTS),
     )
 

@@ -102,7 +102,13 @@ def _q(name: str) -> str:
 
 class IntakeError(KitError):
     """A submission that cannot be graded at all; its str is one sentence for the student: what is wrong
-    and what to do."""
+    and what to do. `kind` and `files` say it as data, for whoever speaks to a TA ("several modules":
+    .py files of which none is the module; "no module": no .py file that could be)."""
+
+    def __init__(self, message: str, kind: str = "", files: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.files = tuple(files)
 
 
 def read_submission(path: Path, module_name: str = MODULE) -> Submission:
@@ -263,23 +269,26 @@ def _choose(names: list[str], module_name: str, where: str) -> str:
     if candidates:
         raise IntakeError(
             f"found several .py files in {where} and none is named {wanted} ({_listed(candidates)}): "
-            f"submit one file named {wanted}"
-        )
+            f"submit one file named {wanted}",
+            "several modules", tuple(candidates),
+        )  # fmt: skip
     if python:
-        raise IntakeError(f"found no lab module in {where}, only {_listed(python)}: submit {wanted}")
+        message = f"found no lab module in {where}, only {_listed(python)}: submit {wanted}"
+        raise IntakeError(message, "no module", tuple(python))
     if not names:
         raise IntakeError(f"found no files in {where}: submit {wanted}")
     others = sorted(names, key=_depth_then_name)
     notebook = any(name.lower().endswith(".ipynb") for name in names)
     hint = " (from Jupyter: File > Download as > Python (.py))" if notebook else ""
-    raise IntakeError(f"found no .py file in {where}, only {_listed(others)}: submit {wanted}{hint}")
+    message = f"found no .py file in {where}, only {_listed(others)}: submit {wanted}{hint}"
+    raise IntakeError(message, "no module", tuple(others))
 
 
 def _shallowest(names: list[str], several: str) -> str:
     depth = min(name.count("/") for name in names)
     top = [name for name in names if name.count("/") == depth]
     if len(top) > 1:
-        raise IntakeError(f"{several} ({_listed(top)}): submit only one")
+        raise IntakeError(f"{several} ({_listed(top)}): submit only one", "several modules", tuple(top))
     return top[0]
 
 

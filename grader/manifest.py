@@ -20,7 +20,7 @@ HIDDEN_OUTPUTS = ("property", "none", "full")
 _TOP_KEYS = ("defaults", "exercise")
 _DEFAULT_KEYS = ("module", "hidden_visibility", "hidden_output")
 _REQUIRED_KEYS = ("id", "title", "part", "functions", "points")
-_OPTIONAL_KEYS = ("hidden_visibility", "hidden_output")
+_OPTIONAL_KEYS = ("hidden_visibility", "hidden_output", "visible_points")
 
 
 class ManifestError(LocatedError):
@@ -38,6 +38,7 @@ class Exercise:
     points: int | float
     hidden_visibility: str
     hidden_output: str
+    visible_points: int | float | None = None  # the visible entry's share; None: by number of checks
 
     @property
     def label(self) -> str:
@@ -243,6 +244,8 @@ class _Table:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if not number or not math.isfinite(value) or value <= 0:
             raise self.error(key, f"{key} must be a positive number, not {value!r}")
+        if round(value, 2) != value:
+            raise self.error(key, f"{key} must have at most two decimals, not {value!r}")
         return value
 
     def names(self, key: str) -> tuple[str, ...]:
@@ -283,14 +286,20 @@ def _exercise(
     if exercise_id != index + 1:
         problem = f"id {exercise_id} out of order: expected {index + 1} (ids are 1..n in order)"
         raise table.error("id", problem)
+    points = table.points("points")
+    visible_points = table.points("visible_points") if "visible_points" in values else None
+    if visible_points is not None and visible_points >= points:
+        problem = f"visible_points must be less than points ({points!r}), not {visible_points!r}"
+        raise table.error("visible_points", problem)
     return Exercise(
         id=exercise_id,
         title=table.text("title"),
         part=table.text("part"),
         functions=table.names("functions"),
-        points=table.points("points"),
+        points=points,
         hidden_visibility=table.choice("hidden_visibility", VISIBILITIES, defaults["hidden_visibility"]),
         hidden_output=table.choice("hidden_output", HIDDEN_OUTPUTS, defaults["hidden_output"]),
+        visible_points=visible_points,
     )
 
 

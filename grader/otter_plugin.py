@@ -7,12 +7,16 @@ stops that and grades as `grader grade` does:
 - `before_execution` swaps the submission's code for a comment, so Otter's kernel runs none of it;
 - `after_grading` runs `grader grade` in a child process, with the kit that `grader package` put in the
   autograder zip (`source/files/optlab`), and puts its results into Otter's: one test file per exercise,
-  one test case per suite, the exercise's score as `grader grade` gave it. Otter then writes
-  results.json, its grades CSV and its summary from them as usual.
+  one test case per suite, the exercise's score as `grader grade` gave it (what `otter grade`'s CSV is
+  made of), and `grader grade`'s results.json itself as the page Otter writes: Otter's own page (a
+  "Public Tests" entry, one entry per exercise, one visibility for all) would differ from the one the
+  instructor previews with `grader grade`. So students on Gradescope see exactly `grader grade`'s
+  results.json: its entries, scores, visibility, messages and top-level output.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -29,6 +33,7 @@ from otter.test_files.ottr_test import OttrTestFile  # a test file Otter only re
 from grader.grading import kit_manifest
 from grader.layout import MANIFEST, ZIP_KIT
 from grader.manifest import Exercise
+from grader.results import unscored_document
 
 GRADE_SECONDS = 480.0  # the suites' own bound; within Gradescope's default 10 minutes with Otter's start
 PLACEHOLDER = "# optlab-kit: this submission is graded in the kit's sandbox, not in this kernel\n"
@@ -52,6 +57,7 @@ class KitGrading(AbstractOtterPlugin):
         kit = self.kit()
         document = run_grader(kit, Path(self.submission_path))
         fill_results(results, document, kit_manifest(kit).exercises)
+        show_kit_page(results, document)
 
     def kit(self) -> Path:
         """The kit in the autograder zip; else (the plugin run outside a zip) the installed kit."""
@@ -73,7 +79,7 @@ def prepare_autograder_dir(autograder_dir: str) -> None:
 def run_grader(kit: Path, submission: Path) -> dict:
     """`grader grade` of `submission` with the kit at `kit`, in a child process: its results.json.
 
-    A grader that fails or overruns gives a document with no tests and a message that says so.
+    A grader that fails or overruns gives an unscored document (no tests, score 0) that says so.
     """
     env = {**os.environ, "PYTHONPATH": str(kit)}  # the zip's grader code, not whatever is installed
     with tempfile.TemporaryDirectory(prefix="optlab-otter-") as scratch:
@@ -85,14 +91,33 @@ def run_grader(kit: Path, submission: Path) -> dict:
                 command, cwd=kit, env=env, capture_output=True, text=True, timeout=GRADE_SECONDS + 60
             )
         except subprocess.TimeoutExpired:
-            why = f"The kit's grader did not finish within {GRADE_SECONDS + 60:.0f} s."
-            return {"tests": [], "output": why}
+            return unscored_document(f"The kit's grader did not finish within {GRADE_SECONDS + 60:.0f} s.")
         except OSError as error:
-            return {"tests": [], "output": f"The kit's grader could not be started: {error}"}
+            return unscored_document(f"The kit's grader could not be started: {error}")
         if out.is_file():
             return json.loads(out.read_text(encoding="utf-8"))
         why = (run.stderr or run.stdout).strip()[-2000:]
-        return {"tests": [], "output": f"The kit's grader failed (exit {run.returncode}): {why}"}
+        return unscored_document(f"The kit's grader failed (exit {run.returncode}): {why}")
+
+
+def show_kit_page(results: GradingResults, document: dict) -> None:
+    """Make `document` (grader grade's results.json) the page Otter writes for `results`.
+
+    Otter writes results.json from `results.to_gradescope_dict(config)` right after the plugins have
+    run, in this process. The document is kept on the results as plain data (it is pickled into
+    results.pkl, which `otter grade` reads back where the kit is not installed), and Otter's method is
+    wrapped, once per process, to return it where a results object carries one.
+    """
+    results.kit_document = document
+    if not getattr(GradingResults.to_gradescope_dict, "kit_page", False):
+        otters_page = GradingResults.to_gradescope_dict
+
+        def kit_page(self: GradingResults, ag_config) -> dict:
+            document = getattr(self, "kit_document", None)
+            return copy.deepcopy(document) if document is not None else otters_page(self, ag_config)
+
+        kit_page.kit_page = True
+        GradingResults.to_gradescope_dict = kit_page
 
 
 def fill_results(results: GradingResults, document: dict, exercises: tuple[Exercise, ...]) -> None:
@@ -102,7 +127,8 @@ def fill_results(results: GradingResults, document: dict, exercises: tuple[Exerc
     tests = document.get("tests", [])
     for exercise in exercises:
         entries = [t for t in tests if t.get("extra_data", {}).get("exercise") == exercise.id]
-        test_file = _test_file(exercise, entries, document.get("output", ""))
+        why = document.get("extra_data", {}).get("ungraded") or document.get("output", "")
+        test_file = _test_file(exercise, entries, why)
         results.results[test_file.name] = test_file
 
 
@@ -118,5 +144,5 @@ def _test_file(exercise: Exercise, entries: list[dict], why_ungraded: str) -> Ot
         cases, outcomes = [case], [TestCaseResult(case, why_ungraded, False)]
     test_file = OttrTestFile(exercise.label, exercise.label, cases, all_or_nothing=False)
     test_file.test_case_results = outcomes
-    test_file.update_score(round(sum(entry["score"] for entry in entries), 6))
+    test_file.update_score(round(sum(entry["score"] for entry in entries), 2))
     return test_file

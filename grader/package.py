@@ -115,16 +115,15 @@ def kit_files(root: Path) -> list[Path]:
 
 
 def otter_config(root: Path) -> dict:
-    """otter_config.json: the plugin grades; students see the visible checks' summary at once and the
-    exercises' scores as the manifest's hidden_visibility says ("hidden", else after publication)."""
+    """otter_config.json: the plugin grades, and the page students see is `grader grade`'s results.json
+    (the plugin's). Otter prints no summary (its "No log found ..." line), and shows no stdout."""
     hidden = all(e.hidden_visibility == "hidden" for e in kit_manifest(root).exercises)
     return {
         "lang": "python",
         "plugins": ["grader.otter_plugin.KitGrading"],
         "show_hidden": not hidden,
-        "force_public_test_summary": True,
         "show_stdout": False,
-        "print_summary": True,
+        "print_summary": False,
     }
 
 

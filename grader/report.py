@@ -1,13 +1,15 @@
-"""The item analysis of a batch: where the class struggled, read from the submissions' results.json.
+"""The item analysis of a batch: where the class struggled, read from the submissions' results.json data.
 
-- per exercise: how many submissions earned its full points, the mean share of its points, and its most
-  common failures (each failed check's property, with the kind of failure: the exception's type, or
-  "not implemented" / "timed out" for a hidden check);
-- per results entry ("8 softmax: hidden checks"): how many passed it whole, and the mean share of its
-  checks passed (results.json lists at most five failed checks per entry, so failures past those are
-  counted as "not listed");
-- a histogram of the total scores and a bar chart of the exercises' pass rates, as PNG (matplotlib's Agg
-  renderer: no display needed), and `report.html`, one page with the images inlined, readable offline.
+- per exercise, weakest first: how many submissions earned its full points, the mean share of its
+  points, and its most common failures (which check's property, what kind of failure), counted from the
+  checks each results entry's extra_data carries, never from the text students see; the weakest
+  exercises are highlighted;
+- per check: its pass rate and how well it separates strong from weak submissions (the point-biserial
+  correlation of passing it with the total score); checks nobody fails, and checks failed mostly by top
+  scorers (a negative correlation), are flagged as worth a look;
+- a histogram of the total scores whose bins show the spread (full marks a bar of its own) and a bar
+  chart of the exercises' pass rates, as PNG (matplotlib's Agg renderer: no display needed), and
+  `report.html`, one page with the images inlined, readable offline, titled with the assignment and date.
 
 Only submissions that were scored count; those that were not are listed with their status.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 import statistics
 from collections import Counter
@@ -24,16 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch import COMPLETED, Outcome
+from grader.grades import Change
 from grader.manifest import Exercise
+from grader.scoring import points_text
 
 TOP_FAILURES = 5
+HARDEST = 25  # checks listed at once; the rest folded away
+WEAKEST = 3  # exercises highlighted: the weakest three, where their pass rate is below 100%
 HISTOGRAM_PNG = "score-histogram.png"
 PASS_RATES_PNG = "pass-rates.png"
 REPORT_HTML = "report.html"
-
-_FAILED = "- failed: "
-_MORE = re.compile(r"^\.\.\. and (\d+) more$")
-_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|TimedOut))\b:?\s*(.*)$")
+SEPARATION_FLAG = -0.1  # a correlation below this: failed mostly by the strong
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,7 @@ class ExerciseStats:
     scored: int
     full_marks: int
     mean_share: float  # of its points, 0..1
-    failures: tuple[tuple[str, int], ...]  # (failure, submissions), most common first
-    not_listed: int  # failed checks results.json does not name
+    failures: tuple[tuple[str, int], ...]  # ("property (kind)", submissions), most common first
 
     @property
     def pass_rate(self) -> float:
@@ -53,18 +56,29 @@ class ExerciseStats:
 
 
 @dataclass(frozen=True)
-class EntryStats:
-    """One results entry (an exercise's visible or hidden checks) across the scored submissions."""
+class CheckStats:
+    """One check (a test of a suite) across the scored submissions."""
 
-    name: str
+    check: str  # its node id
     exercise: int
+    suite: str
+    property: str
     scored: int
-    passed: int  # submissions that passed every check of it
-    mean_checks: float  # mean share of its checks passed, 0..1
+    passed: int
+    separation: float | None  # point-biserial correlation of passing it with the total; None if undefined
 
     @property
     def pass_rate(self) -> float:
         return self.passed / self.scored if self.scored else 0.0
+
+    @property
+    def flag(self) -> str:
+        """Why the check is worth a look ("" if it is not)."""
+        if self.scored and self.passed == self.scored:
+            return "nobody fails it"
+        if self.separation is not None and self.separation < SEPARATION_FLAG:
+            return "failed mostly by top scorers"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -73,9 +87,14 @@ class Analysis:
 
     submissions: int
     percents: tuple[float, ...]  # total score in percent, per scored submission
-    exercises: tuple[ExerciseStats, ...]
-    entries: tuple[EntryStats, ...]
+    exercises: tuple[ExerciseStats, ...]  # weakest first
+    checks: tuple[CheckStats, ...]  # in results.json's order
     not_scored: tuple[tuple[str, str], ...]  # (file, grading status)
+
+    @property
+    def weakest(self) -> tuple[int, ...]:
+        """The ids of the exercises to highlight."""
+        return tuple(s.exercise.id for s in self.exercises[:WEAKEST] if s.scored and s.pass_rate < 1)
 
 
 def item_analysis(outcomes: Sequence[Outcome], exercises: Sequence[Exercise]) -> Analysis:
@@ -85,26 +104,57 @@ def item_analysis(outcomes: Sequence[Outcome], exercises: Sequence[Exercise]) ->
     not_scored = tuple((o.entry.file, o.grading_status) for o in outcomes if id(o) not in kept)
     percents = tuple(_percent(o.document) for o in scored)
     documents = [o.document for o in scored]
-    per_exercise = tuple(_exercise_stats(e, documents) for e in exercises)
-    return Analysis(len(outcomes), percents, per_exercise, _entry_stats(documents), not_scored)
+    per_exercise = sorted(
+        (_exercise_stats(e, documents) for e in exercises),
+        key=lambda s: (s.pass_rate, s.mean_share, s.exercise.id),
+    )
+    return Analysis(
+        len(outcomes), percents, tuple(per_exercise), _check_stats(documents, percents), not_scored
+    )
 
 
-def failure_messages(output: str) -> tuple[list[str], int]:
-    """The failures a results entry's output lists ("property (kind)"), and how many it does not list."""
-    found: list[str] = []
-    more = 0
-    lines = output.splitlines()
-    for index, line in enumerate(lines):
-        if line.startswith(_FAILED):
-            following = lines[index + 1] if index + 1 < len(lines) else ""
-            detail = following.strip() if following.startswith(" ") else ""
-            found.append(_failure(line[len(_FAILED) :].strip(), detail))
-        elif match := _MORE.match(line.strip()):
-            more += int(match[1])
-    return found, more
+def checks_of(test: dict) -> list[dict]:
+    """The checks a results entry carries as data (see grader.results)."""
+    return list(test.get("extra_data", {}).get("checks", []))
 
 
-def write_report(folder: Path, analysis: Analysis, title: str = "Batch grading") -> list[Path]:
+def failure_label(check: dict) -> str:
+    """How the report names a failed check: "property (kind)"."""
+    kind = check.get("kind") or "failed"
+    return f"{check.get('property') or check.get('check', '?')} ({kind})"
+
+
+def point_biserial(passed: Sequence[bool], totals: Sequence[float]) -> float | None:
+    """The correlation of passing (1/0) with the total; None when either does not vary."""
+    n = len(passed)
+    ones = [t for p, t in zip(passed, totals, strict=True) if p]
+    zeros = [t for p, t in zip(passed, totals, strict=True) if not p]
+    if n < 2 or not ones or not zeros:
+        return None
+    spread = statistics.pstdev(totals)
+    if spread == 0:
+        return None
+    share = len(ones) / n
+    return (statistics.fmean(ones) - statistics.fmean(zeros)) / spread * math.sqrt(share * (1 - share))
+
+
+def histogram_bins(percents: Sequence[float]) -> list[float]:
+    """Bin edges that show the spread: about 20 bins from a round number below the lowest score up to
+    100, and full marks (100) in a bin of its own, so that 94 and 100 never share a bar."""
+    low = min(percents, default=0.0)
+    start = max(0.0, math.floor(low / 10) * 10 if low < 100 else 90.0)
+    width = max(1.0, (100 - start) / 20)
+    edges = [start + i * width for i in range(int(round((100 - start) / width)))]
+    return [*edges, 100 - 1e-9, 100 + width - 1e-9]
+
+
+def write_report(
+    folder: Path,
+    analysis: Analysis,
+    title: str = "Batch grading",
+    changes: Sequence[Change] = (),
+    pairs: Sequence | None = None,
+) -> list[Path]:
     """Write the PNG charts and report.html into `folder`; the paths written. Without matplotlib, the
     page has the tables only."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -117,7 +167,7 @@ def write_report(folder: Path, analysis: Analysis, title: str = "Batch grading")
     except ImportError:
         pass
     page = folder / REPORT_HTML
-    page.write_text(report_html(analysis, images, title), encoding="utf-8")
+    page.write_text(report_html(analysis, images, title, changes, pairs), encoding="utf-8")
     return [*images.values(), page]
 
 
@@ -130,57 +180,43 @@ def _percent(document: dict) -> float:
 
 
 def _exercise_stats(exercise: Exercise, documents: list[dict]) -> ExerciseStats:
-    shares, full, failures, not_listed = [], 0, Counter(), 0
+    shares, full, failures = [], 0, Counter()
     for document in documents:
         item = next((i for i in document["extra_data"].get("exercises", []) if i["id"] == exercise.id), None)
         if item is None:
             continue
         shares.append(item["score"] / exercise.points)
         full += item["score"] >= exercise.points - 1e-6
-        messages: set[str] = set()
-        for test in document["tests"]:
-            if test.get("extra_data", {}).get("exercise") == exercise.id and test.get("status") != "passed":
-                found, more = failure_messages(test.get("output", ""))
-                messages.update(found)
-                not_listed += more
-        failures.update(messages)  # one count per submission and failure
+        labels = {
+            failure_label(check)
+            for test in document["tests"]
+            if test.get("extra_data", {}).get("exercise") == exercise.id
+            for check in checks_of(test)
+            if not check.get("passed")
+        }
+        failures.update(labels)  # one count per submission and failure
     mean = statistics.fmean(shares) if shares else 0.0
-    common = tuple(failures.most_common(TOP_FAILURES))
-    return ExerciseStats(exercise, len(shares), full, mean, common, not_listed)
+    return ExerciseStats(exercise, len(shares), full, mean, tuple(failures.most_common(TOP_FAILURES)))
 
 
-def _entry_stats(documents: list[dict]) -> tuple[EntryStats, ...]:
-    grouped: dict[str, list[dict]] = {}
-    for document in documents:
+def _check_stats(documents: list[dict], percents: Sequence[float]) -> tuple[CheckStats, ...]:
+    seen: dict[str, tuple[int, str, str]] = {}
+    outcomes: dict[str, list[tuple[bool, float]]] = {}
+    for document, percent in zip(documents, percents, strict=True):
         for test in document["tests"]:
-            grouped.setdefault(test["name"], []).append(test)
+            extra = test.get("extra_data", {})
+            for check in checks_of(test):
+                name = check.get("check", "")
+                seen.setdefault(
+                    name, (extra.get("exercise", 0), extra.get("suite", ""), check.get("property", ""))
+                )
+                outcomes.setdefault(name, []).append((bool(check.get("passed")), percent))
     out = []
-    for name, tests in grouped.items():
-        shares = [_checks_share(t) for t in tests]
-        passed = sum(t.get("status") == "passed" for t in tests)
-        exercise = tests[0].get("extra_data", {}).get("exercise", 0)
-        out.append(EntryStats(name, exercise, len(tests), passed, statistics.fmean(shares)))
-    return tuple(out)  # in results.json's order: by exercise, visible before hidden
-
-
-def _checks_share(test: dict) -> float:
-    extra = test.get("extra_data", {})
-    if extra.get("total"):
-        return extra.get("passed", 0) / extra["total"]
-    return 1.0 if test.get("status") == "passed" else 0.0
-
-
-def _failure(property_: str, detail: str) -> str:
-    """'property (kind)': a hidden check's line already ends with its kind, when it has one."""
-    if not detail:
-        return property_
-    match = _EXCEPTION.match(detail)
-    if match is None:
-        return property_
-    kind, message = match[1], match[2]
-    if kind in ("AssertionError", "NotImplementedError") or not message:
-        return f"{property_} ({'wrong result' if kind == 'AssertionError' else 'not implemented'})"
-    return f"{property_} ({kind}: {message[:80]})"
+    for name, (exercise, suite, property_) in seen.items():
+        passed = [p for p, _ in outcomes[name]]
+        separation = point_biserial(passed, [t for _, t in outcomes[name]])
+        out.append(CheckStats(name, exercise, suite, property_, len(passed), sum(passed), separation))
+    return tuple(out)
 
 
 # -- the charts -------------------------------------------------------------------------------------
@@ -192,12 +228,13 @@ def _histogram(analysis: Analysis, path: Path) -> Path:
 
     figure = Figure(figsize=(7, 3.6), dpi=100, layout="constrained")
     axes = figure.subplots()
-    axes.hist(analysis.percents, bins=list(range(0, 101, 10)), color="#4c72b0", edgecolor="white")
-    axes.set_xlim(0, 100)
+    bins = histogram_bins(analysis.percents)
+    axes.hist(analysis.percents, bins=bins, color="#4c72b0", edgecolor="white")
+    axes.set_xlim(bins[0], bins[-1])
     axes.set_xlabel("total score (%)")
     axes.set_ylabel("submissions")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_title(f"Total scores ({len(analysis.percents)} submissions scored)")
+    axes.set_title(f"Total scores ({_plural(len(analysis.percents), 'submission')} scored; 100: full marks)")
     figure.savefig(path, format="png")
     return path
 
@@ -205,10 +242,11 @@ def _histogram(analysis: Analysis, path: Path) -> Path:
 def _pass_rates(analysis: Analysis, path: Path) -> Path:
     from matplotlib.figure import Figure
 
-    rows = list(reversed(analysis.exercises))
+    rows = list(reversed(analysis.exercises))  # the weakest at the top
     figure = Figure(figsize=(7, 0.9 + 0.32 * max(1, len(rows))), dpi=100, layout="constrained")
     axes = figure.subplots()
-    axes.barh([s.exercise.label for s in rows], [100 * s.pass_rate for s in rows], color="#55a868")
+    colors = ["#c44e52" if s.exercise.id in analysis.weakest else "#55a868" for s in rows]
+    axes.barh([s.exercise.label for s in rows], [100 * s.pass_rate for s in rows], color=colors)
     axes.set_xlim(0, 100)
     axes.set_xlabel("submissions with full points (%)")
     axes.set_title("Pass rate per exercise")
@@ -222,28 +260,35 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; } th, td { border: 1px solid #ccc; padding: .3em .6em; }
 th { background: #f3f3f3; text-align: left; } td.n { text-align: right; }
+tr.weak td { background: #fde8e8; } tr.weak td:first-child { font-weight: bold; }
 ul { margin: 0; padding-left: 1.2em; } img { max-width: 100%; }
 """
 
 
-def report_html(analysis: Analysis, images: dict[str, Path], title: str) -> str:
-    """The page: summary, charts (inlined as base64 PNG), the exercise and entry tables, what was not
-    scored. Every text that came from a submission is escaped."""
+def report_html(
+    analysis: Analysis,
+    images: dict[str, Path],
+    title: str,
+    changes: Sequence[Change] = (),
+    pairs: Sequence | None = None,
+) -> str:
+    """The page: summary, charts (inlined as base64 PNG), the exercises (weakest first, highlighted), the
+    checks worth a look, what was not scored. Every text that came from a submission is escaped."""
+    weak = set(analysis.weakest)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>",
         _summary(analysis),
+        _changes_section(changes),
         *(f"<h2>{_e(name)}</h2><img alt='{_e(name)}' src='{_data_uri(p)}'>" for name, p in images.items()),
-        "<h2>Exercises</h2>",
+        "<h2>Exercises, weakest first</h2>",
         _table(
             ["exercise", "points", "scored", "full points", "mean share", "most common failures"],
             [_exercise_row(s) for s in analysis.exercises],
+            [s.exercise.id in weak for s in analysis.exercises],
         ),
-        "<h2>Checks per results entry</h2>",
-        _table(
-            ["entry", "scored", "passed whole", "mean share of checks"],
-            [[_e(s.name), _n(s.scored), _pct(s.pass_rate), _pct(s.mean_checks)] for s in analysis.entries],
-        ),
+        _checks_section(analysis),
+        _pairs_section(pairs),
     ]
     if analysis.not_scored:
         rows = [[_e(file), _e(status)] for file, status in analysis.not_scored]
@@ -252,9 +297,49 @@ def report_html(analysis: Analysis, images: dict[str, Path], title: str) -> str:
     return "\n".join(parts)
 
 
+def _changes_section(changes: Sequence[Change]) -> str:
+    """Whose grade the regrade changes, and which exercises' points (empty: none)."""
+    if not changes:
+        return ""
+    rows = [
+        [
+            _e(c.file),
+            _e(c.kind),
+            _e(c.before),
+            _e(c.after),
+            "" if c.delta is None else _e(("+" if c.delta > 0 else "") + points_text(c.delta)),
+            "; ".join(f"{_e(label)}: {_e(b or '-')} &rarr; {_e(a or '-')}" for label, b, a in c.exercises),
+        ]
+        for c in changes
+    ]
+    header = ["file", "", "total before", "total after", "change", "exercises changed"]
+    return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
+
+
+def _pairs_section(pairs: Sequence | None) -> str:
+    """The similar pairs (grader.similarity.Pair), linked to similarity.html's side-by-side views."""
+    if pairs is None:
+        return ""
+    head = "<h2>Similar exercise code (for TAs; never part of a grade)</h2>"
+    if not pairs:
+        return head + "<p>No pair at or above the threshold.</p>"
+    rows = [
+        [
+            f"<a href='similarity.html#pair-{i}'>{_e(p.first)} &amp; {_e(p.second)}</a>",
+            f"{100 * p.shares[0]:.0f}% / {100 * p.shares[1]:.0f}%",
+            _n(p.tokens),
+        ]
+        for i, p in enumerate(pairs, 1)
+    ]
+    return head + _table(["pair", "share of each one's code found in the other", "tokens in common"], rows)
+
+
 def _summary(analysis: Analysis) -> str:
     scored = len(analysis.percents)
-    line = f"{analysis.submissions} submissions, {scored} scored, {len(analysis.not_scored)} not scored."
+    line = (
+        f"{_plural(analysis.submissions, 'submission')}, {scored} scored, "
+        f"{len(analysis.not_scored)} not scored."
+    )
     if scored:
         mean, median = statistics.fmean(analysis.percents), statistics.median(analysis.percents)
         line += f" Mean score {mean:.1f}%, median {median:.1f}%."
@@ -263,8 +348,6 @@ def _summary(analysis: Analysis) -> str:
 
 def _exercise_row(stats: ExerciseStats) -> list[str]:
     failures = "".join(f"<li>{count} &times; {_e(text)}</li>" for text, count in stats.failures)
-    if stats.not_listed:
-        failures += f"<li>{stats.not_listed} more failed checks (not listed in results.json)</li>"
     return [
         _e(stats.exercise.label),
         _n(stats.exercise.points),
@@ -275,14 +358,64 @@ def _exercise_row(stats: ExerciseStats) -> list[str]:
     ]
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _checks_section(analysis: Analysis) -> str:
+    """Checks some submissions fail, hardest first, with how well each separates strong from weak; then
+    the checks worth a look (nobody fails them, or mostly the strong do)."""
+    failed = sorted((c for c in analysis.checks if c.passed < c.scored), key=lambda c: (c.pass_rate, c.check))
+    flagged = [c for c in analysis.checks if c.flag]
+    header = ["check", "exercise", "pass rate", "separation", "worth a look"]
+    parts = [
+        "<h2>Checks some submissions fail, hardest first</h2>",
+        "<p>Separation: the point-biserial correlation of passing the check with the total score (near 1: "
+        "the strong pass it and the weak fail it; below 0: the strong fail it more).</p>",
+        _table(header, [_check_row(c) for c in failed[:HARDEST]])
+        if failed
+        else "<p>None: every check was passed.</p>",
+    ]
+    if len(failed) > HARDEST:
+        rest = _table(header, [_check_row(c) for c in failed[HARDEST:]])
+        parts.append(
+            f"<details><summary>{len(failed) - HARDEST} more checks some fail</summary>{rest}</details>"
+        )
+    easy = [c for c in flagged if c.flag == "nobody fails it"]
+    odd = [c for c in flagged if c.flag != "nobody fails it"]
+    if odd:
+        parts += [
+            "<h2>Checks failed mostly by top scorers</h2>",
+            _table(header, [_check_row(c) for c in odd]),
+        ]
+    if easy:
+        rows = "".join(f"<li>{_e(c.exercise)} {_e(c.suite)}: {_e(c.property or c.check)}</li>" for c in easy)
+        parts.append(
+            f"<details><summary>{_plural(len(easy), 'check')} nobody fails (worth a look: do they test "
+            f"anything?)</summary><ul>{rows}</ul></details>"
+        )
+    return "\n".join(parts)
+
+
+def _check_row(check: CheckStats) -> list[str]:
+    separation = "" if check.separation is None else f"{check.separation:.2f}"
+    return [
+        f"{_e(check.property or check.check)}<br><small>{_e(check.check)}</small>",
+        f"{_e(check.exercise)} ({_e(check.suite)})",
+        _pct(check.pass_rate),
+        separation,
+        _e(check.flag),
+    ]
+
+
+def _table(header: list[str], rows: list[list[str]], highlight: Sequence[bool] = ()) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    marks = list(highlight) + [False] * (len(rows) - len(highlight))
+    body = "".join(
+        ("<tr class='weak'>" if mark else "<tr>") + "".join(_cell(c) for c in row) + "</tr>"
+        for row, mark in zip(rows, marks, strict=True)
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _cell(content: str) -> str:
-    numeric = re.fullmatch(r"[\d.]+%?", content) is not None
+    numeric = re.fullmatch(r"-?[\d.]+%?", content) is not None
     return f"<td class='n'>{content}</td>" if numeric else f"<td>{content}</td>"
 
 
@@ -295,8 +428,12 @@ def _e(text: object) -> str:
 
 
 def _n(value: float) -> str:
-    return f"{value:g}"
+    return points_text(value)
 
 
 def _pct(share: float) -> str:
     return f"{100 * share:.0f}%"
+
+
+def _plural(n: int, one: str) -> str:
+    return f"{n} {one}" if n == 1 else f"{n} {one}s"

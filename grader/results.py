@@ -5,8 +5,10 @@ failed check's message (the call, what was expected, what came back). A hidden e
 manifest allows: by default only the property each failed check states, never its inputs, since a
 submission can put whatever it saw into its exceptions. The top-level output, which students see at
 once, is a summary table and what intake noticed; it shows hidden checks' counts and points only where
-their entries are visible at once too. extra_data holds the per-exercise breakdown. Strict JSON, at
-most 1 MB.
+their entries are visible at once too. extra_data holds the per-exercise breakdown, and each entry's
+extra_data every check as data (which check, the property it states, passed, the kind of failure:
+"wrong result", "not implemented", "timed out", "did not run" or the exception's type), which the
+batch report reads (never the text above). Strict JSON, at most 1 MB.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader.intake import shown
-from grader.scoring import SuiteScore, total
+from grader.scoring import SuiteScore, cents, points_text, total
 from grader.suites import TestRecord
 
 MAX_BYTES = 1_000_000
@@ -50,8 +53,11 @@ def results_document(
     }
 
 
-def unscored_document(message: str, notes: Sequence[str] = (), execution_time: float = 0.0) -> dict:
-    """results.json for a submission that could not be graded at all: score 0, and why."""
+def unscored_document(
+    message: str, notes: Sequence[str] = (), execution_time: float = 0.0, extra: dict | None = None
+) -> dict:
+    """results.json for a submission that could not be graded at all: score 0, and why (`extra`: the
+    same as data, e.g. {"ungraded_kind": "several modules", "ungraded_files": [...]})."""
     output = "\n".join(["**This submission could not be graded.**", "", message, *[f"- {n}" for n in notes]])
     return {
         "score": 0.0,
@@ -60,7 +66,7 @@ def unscored_document(message: str, notes: Sequence[str] = (), execution_time: f
         "output_format": "md",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "extra_data": {"ungraded": message},
+        "extra_data": {"ungraded": message, **(extra or {})},
         "tests": [],
     }
 
@@ -99,8 +105,42 @@ def _entry(score: SuiteScore) -> dict:
             "suite": score.suite,
             "passed": score.passed,
             "total": len(score.records),
+            "checks": [_check(record) for record in score.records],
         },
     }
+
+
+def _check(record: TestRecord) -> dict:
+    check = {"check": record.nodeid, "property": record.property, "passed": record.passed}
+    return check if record.passed else {**check, "kind": failure_kind(record)}
+
+
+_KINDS = {
+    "AssertionError": "wrong result",
+    "NotImplementedError": "not implemented",
+    "CallTimedOut": "timed out",
+}
+_EXCEPTION = re.compile(
+    r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|TimedOut|Warning))\b(?::\s*(.*))?"
+)
+
+
+def failure_kind(record: TestRecord) -> str:
+    """What kind of failure a check's is, as data: "wrong result" (an assertion), "not implemented",
+    "timed out", "did not run" (missing or skipped), else the exception's type (the submission's own,
+    for an exception it raised: "ValueError")."""
+    if record.outcome in ("missing", "skipped"):
+        return "did not run"
+    for line in record.message.splitlines():
+        match = _EXCEPTION.match(line.strip())
+        if match is None:
+            continue
+        name = match[1].rsplit(".", 1)[-1]
+        if name == "SubmissionError" and match[2]:  # the submission's exception, as the worker names it
+            inner = _EXCEPTION.match(match[2])
+            name = inner[1].rsplit(".", 1)[-1] if inner else name
+        return _KINDS.get(name, name)
+    return "failed"
 
 
 def _entry_output(score: SuiteScore, shown: str) -> str:
@@ -121,11 +161,8 @@ def _entry_output(score: SuiteScore, shown: str) -> str:
 
 def _kind(record: TestRecord) -> str:
     """For a hidden check: only the kind of failure, never its message (it may carry hidden inputs)."""
-    text = record.message
-    for kind, said in (("CallTimedOut", "timed out"), ("NotImplementedError", "not implemented")):
-        if kind in text:
-            return f" ({said})"
-    return ""
+    kind = failure_kind(record)
+    return f" ({kind})" if kind in ("timed out", "not implemented") else ""
 
 
 def failure_text(record: TestRecord) -> str:
@@ -146,7 +183,7 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
         when = " or ".join(sorted(WHEN_SHOWN[v] for v in later))
         lines = [head, "", f"Hidden checks count too; their results are shown {when}.", ""]
     else:
-        lines = [f"**Score: {_num(earned)} / {_num(possible)}**", ""]
+        lines = [f"**Score: {points_text(earned)} / {points_text(possible)}**", ""]
     if notes:
         lines += [*(f"- {note}" for note in notes), ""]
     points_of = "points of visible checks" if later else "points"
@@ -172,7 +209,7 @@ def _shown_now(score: SuiteScore) -> bool:
 
 def _points(scores: Iterable[SuiteScore]) -> str:
     scores = list(scores)
-    return f"{_num(sum(s.score for s in scores))} / {_num(sum(s.max_score for s in scores))}"
+    return f"{points_text(sum(s.score for s in scores))} / {points_text(sum(s.max_score for s in scores))}"
 
 
 def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
@@ -182,7 +219,7 @@ def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:
             "id": exercise.id,
             "title": exercise.title,
             "points": exercise.points,
-            "score": round(sum(s.score for s in rows), 6),
+            "score": cents(sum(s.score for s in rows)),
             **{s.suite: {"passed": s.passed, "total": len(s.records)} for s in rows},
         })  # fmt: skip
     return out
@@ -223,7 +260,3 @@ def _check_finite(value: object) -> None:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
-
-
-def _num(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"

@@ -23,6 +23,7 @@ from grader.errors import KitError
 
 METADATA = "submission_metadata.yml"
 SKIPPED = {"__MACOSX", "__pycache__", ".DS_Store", "Thumbs.db"}
+SUBMISSION_SUFFIXES = (".py", ".zip", ".ipynb")  # the module, a zip of it; a notebook gets told what to do
 MAX_EXPORT_MEMBERS = 200_000
 MAX_EXPORT_BYTES = 4 << 30  # what an export zip may unpack to, in all
 
@@ -52,10 +53,24 @@ class Entry:
     submitters: tuple[Submitter, ...] = ()
 
 
+@dataclass(frozen=True)
+class Roster:
+    """What a source holds: its submissions, and the entries that cannot be one (name, why), each once."""
+
+    entries: tuple[Entry, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
 def read_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> list[Entry]:
-    """The submissions in `source` (a folder or an export zip, unpacked into `scratch`), by name;
-    paths in `exclude` (the batch's own outputs, when they sit inside the source) are not submissions.
-    Entries' paths are absolute."""
+    """The submissions in `source` (see `scan_source`)."""
+    return list(scan_source(source, scratch, exclude).entries)
+
+
+def scan_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> Roster:
+    """The submissions in `source` (a folder or an export zip, unpacked into `scratch`), by name, and
+    what is skipped as no submission: hidden files and folders, `__MACOSX` and the like, and files other
+    than .py, .zip and .ipynb (a README, notes, a .csv or .pdf). Paths in `exclude` (the batch's own
+    outputs, when they sit inside the source) are neither. Entries' paths are absolute."""
     source = source.resolve()
     if source.is_dir():
         folder = source
@@ -65,17 +80,52 @@ def read_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> li
         raise SourceError(f"{source}: not a folder of submissions or a Gradescope export zip")
     folder = _export_root(folder)
     names = read_metadata(folder / METADATA) if (folder / METADATA).is_file() else {}
-    skipped = {p.resolve() for p in exclude}
-    entries = []
+    _check_export(source, folder, names)
+    outputs = {p.resolve() for p in exclude}
+    entries, skipped = [], []
     for path in sorted(folder.iterdir(), key=lambda p: _natural(p.name)):
-        if path.name in SKIPPED or path.name.startswith(".") or path.name == METADATA:
+        if path.name == METADATA or path.resolve() in outputs:
             continue
-        if path.resolve() in skipped or path.is_symlink():
+        if why := _not_a_submission(path):
+            skipped.append((path.name, why))
             continue
         own = read_metadata(path / METADATA) if (path / METADATA).is_file() else {}
         submitters = names.get(path.name) or own.get(path.name) or own.get("") or ()
         entries.append(Entry(path.name, path, tuple(submitters)))
-    return entries
+    return Roster(tuple(entries), tuple(skipped))
+
+
+def _not_a_submission(path: Path) -> str:
+    """Why the entry at `path` cannot be a submission ("" if it can)."""
+    if path.is_symlink():
+        return "a link"
+    if path.name in SKIPPED or path.name.startswith("."):
+        return "a system or hidden file"
+    if path.is_file() and path.suffix.lower() not in SUBMISSION_SUFFIXES:
+        return "not a .py file, a .zip or a folder"
+    return ""
+
+
+_EXPORTED = re.compile(r"^submission_\d+$")  # how Gradescope's export names each submission's folder
+
+
+def _check_export(source: Path, folder: Path, names: dict) -> None:
+    """A Gradescope export must say who made its submissions: its submission_metadata.yml present, and
+    naming some of its submission folders (else one SourceError line that says what to do)."""
+    inner = [p for p in folder.iterdir() if p.name not in SKIPPED and not p.name.startswith(".")]
+    if len(inner) == 1 and inner[0].is_dir() and not (folder / METADATA).is_file():
+        inside = [p for p in inner[0].iterdir() if p.is_dir() and _EXPORTED.match(p.name)]
+        if inside:  # an export zip whose metadata is missing: its wrapper would be graded as one student
+            raise SourceError(
+                f"{source}: a Gradescope export without {METADATA}: download it again "
+                "(Review Grades > Export Submissions), or give the folder of submissions itself"
+            )
+    exported = [p.name for p in inner if p.is_dir() and _EXPORTED.match(p.name)]
+    if (folder / METADATA).is_file() and exported and not set(names) & set(exported):
+        raise SourceError(
+            f"{source}: its {METADATA} names none of its {len(exported)} submission folders (missing or "
+            "malformed): download the export again"
+        )
 
 
 def unpack_export(archive: Path, into: Path) -> Path:

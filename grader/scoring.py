@@ -1,9 +1,12 @@
-"""Scores: the manifest's points, shared out over each exercise's tests.
+"""Scores: the manifest's points, shared out over each exercise's entries, in points a person can read.
 
-Every test of an exercise is worth the same share of its points, visible and hidden alike, so an
-exercise's visible entry is worth points * visible tests / all its tests. A test that did not pass
-(failed, errored, skipped or missing from the run) earns nothing. An exercise with no test at all is
-reported, never scored as a silent zero.
+An exercise's points are split between its visible and hidden entries: as the manifest's
+`visible_points` says, else by number of checks (points * visible checks / all its checks, rounded to
+0.01), the remainder on the hidden entry, so the entries add up to the exercise's points exactly.
+Within an entry every check is worth the same; an entry's score is rounded to 0.01 (every passed: its
+maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
+nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
+points one way: `points_text`.
 """
 
 from __future__ import annotations
@@ -52,18 +55,38 @@ def score_suites(
         mine = [r for r in records if r.exercise == exercise.id]
         if not mine:
             raise UnscoredExercise(f"exercise {exercise.label} has no tests")
-        share = exercise.points / len(mine)
-        for suite in suites:
-            in_suite = tuple(r for r in mine if r.suite == suite)
-            if in_suite:
-                earned = share * sum(r.passed for r in in_suite)
-                out.append(
-                    SuiteScore(exercise, suite, in_suite, round(earned, 6), round(share * len(in_suite), 6))
-                )
+        groups = [(suite, tuple(r for r in mine if r.suite == suite)) for suite in suites]
+        groups = [(suite, in_suite) for suite, in_suite in groups if in_suite]
+        maxima = split_points(exercise, [len(in_suite) for _, in_suite in groups])
+        for (suite, in_suite), most in zip(groups, maxima, strict=True):
+            earned = cents(most * sum(r.passed for r in in_suite) / len(in_suite))
+            out.append(SuiteScore(exercise, suite, in_suite, earned, most))
     return out
+
+
+def split_points(exercise: Exercise, counts: list[int]) -> list[float]:
+    """The maximum of each of an exercise's entries (visible first, then hidden), given how many checks
+    each has: they add up to the exercise's points exactly, each with at most two decimals."""
+    if len(counts) == 1:
+        return [cents(exercise.points)]
+    if exercise.visible_points is not None:
+        first = cents(exercise.visible_points)
+    else:
+        first = cents(exercise.points * counts[0] / sum(counts))
+    return [first, cents(exercise.points - first)]
 
 
 def total(scores: Iterable[SuiteScore]) -> tuple[float, float]:
     """(points earned, points possible)."""
     scores = list(scores)
-    return round(sum(s.score for s in scores), 6), round(sum(s.max_score for s in scores), 6)
+    return cents(sum(s.score for s in scores)), cents(sum(s.max_score for s in scores))
+
+
+def cents(points: float) -> float:
+    """Points rounded to 0.01 (and -0.0 as 0.0)."""
+    return round(points, 2) + 0.0
+
+
+def points_text(points: float) -> str:
+    """Points as every output prints them: at most two decimals, no trailing zeros ("2", "2.1", "1.71")."""
+    return f"{cents(points):.2f}".rstrip("0").rstrip(".")

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -23,10 +24,22 @@ from pathlib import Path
 import pytest
 
 import grader.batch
-from grader.cli import main
-from grader.grades import grade_row
-from grader.report import failure_messages
-from grader.roster import Entry, SourceError, Submitter, content_hash, parse_metadata, read_source
+from grader import __version__
+from grader.batch import Outcome
+from grader.cli import batch_title, main
+from grader.grades import change_text, grade_row, regrade_changes
+from grader.manifest import Exercise
+from grader.report import histogram_bins, item_analysis, point_biserial, report_html
+from grader.roster import (
+    Entry,
+    SourceError,
+    Submitter,
+    content_hash,
+    parse_metadata,
+    read_source,
+    scan_source,
+)
+from grader.similarity import exercise_code
 from tests.kit.gradescope_schema import problems
 
 KIT = Path(__file__).resolve().parents[2]
@@ -36,7 +49,10 @@ SELECTION = ["--exercise", "8", "--exercise", "12"]
 COLUMNS = [
     "file", "name", "email", "sid", "8 softmax", "12 group advantages",
     "total_points_earned", "total_points_possible", "percent_correct", "grading_status",
+    "kit_version", "inventory_hash",
 ]  # fmt: skip
+NOT_SUBMISSIONS = ("README.txt", "roster.csv", "rubric.pdf", ".hidden.py", "__MACOSX")
+GRADED = ["ada.py", "broken", "crash.py", "spin.py", "stub.py", "two"]
 HANG_BOUND = 15.0  # --timeout of the class batch: well past an honest grading of two exercises
 
 # A stand-in for `python -m grader` that dies of SIGABRT on a submission named crash*: grade itself never
@@ -117,6 +133,11 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
     (source / "broken" / "optimization_toolkit.py").write_text(broken, encoding="utf-8")
     (source / "crash.py").write_text(REFERENCE, encoding="utf-8")
     (source / "spin.py").write_text(looping(STUB, source / "spin.py"), encoding="utf-8")
+    (source / "two").mkdir()  # a lab module under another name, beside a helper: the TA renames one
+    (source / "two" / "lab.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "two" / "helpers.py").write_text("x = 1\n", encoding="utf-8")
+    for name in NOT_SUBMISSIONS:  # what a TA's folder holds besides submissions: skipped, never graded
+        (source / name).mkdir() if name == "__MACOSX" else (source / name).write_text("notes\n")
     wrapper = top / "fake_grader.py"
     wrapper.write_text(CRASHING_GRADER, encoding="utf-8")
     grades = top / "grades.csv"
@@ -136,8 +157,11 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_the_class_is_graded_into_grades_csv(class_batch: dict) -> None:
     assert class_batch["code"] == 0, class_batch["err"]
     graded = rows(class_batch["grades"])
-    assert list(graded) == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
-    scores = {file: [row[c] for c in COLUMNS[4:]] for file, row in graded.items()}
+    assert list(graded) == GRADED  # README.txt and the like are not students
+    scores = {file: [row[c] for c in COLUMNS[4:10]] for file, row in graded.items()}
+    assert {(row["kit_version"], len(row["inventory_hash"])) for row in graded.values()} == {
+        (__version__, 64)
+    }
     assert scores["ada.py"] == ["3", "4", "7", "7", "100", "completed"]
     assert scores["broken"] == ["0", "4", "4", "7", "57.14", "completed"]
     assert scores["stub.py"] == ["0", "0", "0", "7", "0", "completed"]
@@ -155,6 +179,30 @@ def test_a_crash_and_a_hang_get_their_status_and_the_rest_completes(class_batch:
     assert "spin.py: timed out" in class_batch["out"] and "crash.py: crashed" in class_batch["out"]
 
 
+def test_what_cannot_be_a_submission_is_listed_once_and_the_summary_adds_up(class_batch: dict) -> None:
+    out = class_batch["out"]
+    assert out.count("skipped 5 entries that cannot be a submission: ") == 1
+    for name in NOT_SUBMISSIONS:
+        assert out.count(name) == 1, name
+    assert (
+        "grader: 6 submissions: 3 scored, 3 not scored (1 crashed, 1 timed out, 1 ungraded); "
+        "6 graded now, 0 kept from an earlier run; 5 entries skipped (not submissions)"
+    ) in out
+    assert sorted(p.name for p in class_batch["results"].iterdir()) == GRADED
+
+
+def test_a_folder_of_several_modules_is_explained_to_the_ta(class_batch: dict) -> None:
+    status = rows(class_batch["grades"])["two"]["grading_status"]
+    assert status == (
+        "ungraded: two holds several .py files that could be the module (helpers.py, lab.py): "
+        "rename the one to grade to optimization_toolkit.py (or remove the others), then run grader "
+        "batch again"
+    )
+    student = json.loads((class_batch["results"] / "two" / "results.json").read_text())
+    assert "submit one file named optimization_toolkit.py" in student["output"]  # the student's own words
+    assert student["extra_data"]["ungraded_kind"] == "several modules"
+
+
 def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> None:
     records = {p.parent.name: json.loads(p.read_text()) for p in class_batch["results"].glob("*/batch.json")}
     spin = records["spin.py"]["seconds"]
@@ -168,7 +216,7 @@ def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> 
 
 def test_every_submission_keeps_a_valid_results_json(class_batch: dict) -> None:
     folders = sorted(p.name for p in class_batch["results"].iterdir())
-    assert folders == ["ada.py", "broken", "crash.py", "spin.py", "stub.py"]
+    assert folders == GRADED
     for name in folders:
         assert problems(class_batch["results"] / name / "results.json") == [], name
         assert not (class_batch["results"] / name / "results.new.json").exists()
@@ -184,7 +232,7 @@ def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: di
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
     assert [base64.b64decode(i)[:4] for i in images] == [b"\x89PNG"] * 2
     assert "http://" not in page and "https://" not in page  # readable offline
-    assert "5 submissions, 3 scored, 2 not scored" in page
+    assert "6 submissions, 3 scored, 3 not scored" in page
     # exercise 8: only ada.py of the three scored has full points; exercise 12: ada and broken
     assert re.search(
         r"<td>8 softmax</td><td class='n'>3</td><td class='n'>3</td><td class='n'>33%</td>", page
@@ -192,7 +240,10 @@ def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: di
     assert re.search(
         r"<td>12 group advantages</td><td class='n'>4</td><td class='n'>3</td><td class='n'>67%", page
     )
-    assert "8 softmax: visible checks" in page and "12 group advantages: hidden checks" in page
+    assert page.index("<td>8 softmax</td>") < page.index("<td>12 group advantages</td>")  # weakest first
+    assert "<tr class='weak'><td>8 softmax</td>" in page
+    assert "<td>8 (visible)</td>" in page and "<td>12 (hidden)</td>" in page  # the checks, by pass rate
+    assert "<title>optimization_toolkit.py: submissions, graded 20" in page
     assert "(not implemented)" in page  # the stub's failures, by kind
 
 
@@ -205,6 +256,7 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     command += ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120"]
     run = subprocess.Popen(  # with SIGINT ignored, as `grader batch ... &` starts: the batch takes it anyway
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(KIT)},  # this kit's grader, wherever the venv points
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     kept = tmp_path / "grades-results" / "ada.py" / "batch.json"
@@ -212,17 +264,23 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     while not kept.exists() and time.monotonic() < deadline and run.poll() is None:
         time.sleep(0.1)
     run.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C would
-    _, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 10)
-    assert run.returncode == 130 and "interrupted after 1 gradings" in err
+    out, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 30)
+    assert run.returncode == 130 and "interrupted after 1 of 2 gradings" in err
     assert json.loads(kept.read_text())["status"] == "completed"
     spin = tmp_path / "grades-results" / "spin.py"
     assert not (spin / "batch.json").exists() and not (spin / "results.new.json").exists()
     assert left_running(source / "spin.py") == []
-    assert not (tmp_path / "grades.csv").exists()
+    graded = rows(tmp_path / "grades.csv")  # what finished, and what did not, marked
+    assert graded["ada.py"]["percent_correct"] == "100" and graded["ada.py"]["grading_status"] == "completed"
+    assert [graded["spin.py"][c] for c in COLUMNS[4:9]] == [""] * 5  # no grade yet, not a zero
+    assert graded["spin.py"]["grading_status"].startswith("interrupted: ")
+    assert "(incomplete: 1 of 2 graded)" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "1 graded now, 0 kept from an earlier run, 1 not reached" in out
 
     again = ["-o", str(tmp_path / "grades.csv"), *SELECTION, "--call-timeout", "120", "--timeout", "3"]
     code, out, _ = batch(str(source), *again)
-    assert code == 0 and "1 graded now, 1 already graded" in out and "spin.py: timed out" in out
+    assert code == 0 and "1 graded now, 1 kept from an earlier run" in out and "spin.py: timed out" in out
+    assert "incomplete" not in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
 # -- a Gradescope export, resumed ---------------------------------------------------------------------
@@ -240,7 +298,7 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     grades = tmp_path / "out" / "grades.csv"
     args = ["-o", str(grades), "-j", "2", *SELECTION]
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip")), *args)
-    assert code == 0 and "2 graded now, 0 already graded" in out
+    assert code == 0 and "2 graded now, 0 kept from an earlier run" in out
     first = rows(grades)
     assert (first["submission_101"]["name"], first["submission_101"]["email"]) == (
         "Ada Lovelace",
@@ -260,15 +318,19 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     written = results.stat().st_mtime_ns
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args)  # again: nothing to grade
-    assert code == 0 and "0 graded now, 2 already graded" in out
+    assert code == 0 and "0 graded now, 2 kept from an earlier run" in out
     assert rows(grades) == first and results.stat().st_mtime_ns == written
 
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
-    assert code == 0 and "1 graded now, 1 already graded" in out
+    assert code == 0 and "1 graded now, 1 kept from an earlier run" in out
     assert rows(grades)["submission_102"]["percent_correct"] == "100"
+    preview = "submission_102: 0 -> 7 (+7): 8 softmax 0 -> 3; 12 group advantages 0 -> 4"
+    assert f"1 grade change against {grades}:\n  {preview}\n" in out  # printed before it is replaced
+    assert rows(grades.with_name("grades.previous.csv")) == first  # the earlier one, kept beside it
+    assert "Regrade: 1 grade changed" in (grades.parent / "report.html").read_text(encoding="utf-8")
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args, "--force")
-    assert code == 0 and "2 graded now, 0 already graded" in out
+    assert code == 0 and "2 graded now, 0 kept from an earlier run" in out
     assert results.stat().st_mtime_ns != written
 
 
@@ -292,11 +354,35 @@ def test_metadata_names_every_submitter_and_skips_the_rest() -> None:
 def test_a_folder_lists_each_entry_once_and_skips_outputs(tmp_path: Path) -> None:
     for folder in ("sub_10", "sub_9", ".hidden", "__MACOSX"):
         (tmp_path / folder).mkdir()
-    for file in ("b.py", "a.zip", "grades.csv", ".DS_Store"):
+    for file in ("b.py", "a.zip", "grades.csv", ".DS_Store", "README", "notes.txt", "scan.PDF", "c.ipynb"):
         (tmp_path / file).write_text("x")
-    entries = read_source(tmp_path, tmp_path / "unused", exclude=[tmp_path / "grades.csv"])
-    assert [e.file for e in entries] == ["a.zip", "b.py", "sub_9", "sub_10"]
-    assert all(e.path.is_absolute() and e.submitters == () for e in entries)
+    roster = scan_source(tmp_path, tmp_path / "unused", exclude=[tmp_path / "grades.csv"])
+    # a notebook is graded, so that its student gets a row saying what to submit
+    assert [e.file for e in roster.entries] == ["a.zip", "b.py", "c.ipynb", "sub_9", "sub_10"]
+    assert all(e.path.is_absolute() and e.submitters == () for e in roster.entries)
+    skipped = [".DS_Store", ".hidden", "__MACOSX", "notes.txt", "README", "scan.PDF"]
+    assert [name for name, _ in roster.skipped] == skipped  # the batch's own grades.csv is neither
+    assert read_source(tmp_path, tmp_path / "unused") == list(roster.entries)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        (None, "a Gradescope export without submission_metadata.yml: download it again"),
+        ("{not: yaml at all", "names none of its 2 submission folders (missing or malformed): download"),
+    ],
+)
+def test_an_export_without_readable_metadata_is_one_line(
+    tmp_path: Path, metadata: str | None, message: str
+) -> None:
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as zipped:
+        if metadata is not None:
+            zipped.writestr("assignment_42_export/submission_metadata.yml", metadata)
+        zipped.writestr("assignment_42_export/submission_101/optimization_toolkit.py", REFERENCE)
+        zipped.writestr("assignment_42_export/submission_102/optimization_toolkit.py", STUB)
+    code, out, err = batch(str(tmp_path / "export.zip"), "-o", str(tmp_path / "grades.csv"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("grader: error: ") and message in err
 
 
 def test_an_export_with_a_climbing_path_is_refused(tmp_path: Path) -> None:
@@ -340,18 +426,117 @@ def test_the_grading_key_follows_the_kit_the_selection_and_the_call_timeout(tmp_
     assert set(kit) >= {"kit_version", "inventory", "manifest", "reference"}
 
 
-def test_failures_are_read_by_property_and_kind() -> None:
-    visible = (
-        "1 of 3 visible checks passed.\n\n- failed: Equal logits.\n    AssertionError: softmax([0, 0])\n"
-        "      expected: [0.5, 0.5]\n\n"
-        "- failed: One entry.\n    ModuleNotFoundError: No module named 'numpy'\n"
+def scored(file: str, percent: float, checks: dict[str, bool], kind: str = "wrong result") -> Outcome:
+    """A completed outcome of one exercise (8, 10 points) whose checks passed as `checks` says."""
+    listed = [
+        {"check": name, "property": f"{name} holds", "passed": ok, **({} if ok else {"kind": kind})}
+        for name, ok in checks.items()
+    ]
+    status = "passed" if all(checks.values()) else "failed"
+    extra = {"exercise": 8, "suite": "visible", "checks": listed}
+    test = {
+        "name": "8 softmax: visible checks",
+        "status": status,
+        "output": "(display text)",
+        "extra_data": extra,
+    }
+    exercises = [{"id": 8, "score": percent / 10}]
+    document = {
+        "score": percent / 10,
+        "tests": [test],
+        "extra_data": {"points_possible": 10, "exercises": exercises},
+    }
+    return Outcome(Entry(file, Path(file)), "completed", "", document, 1.0)
+
+
+def test_the_report_reads_failures_and_separation_from_the_checks_data() -> None:
+    exercise = Exercise(8, "softmax", "p", ("softmax",), 10, "after_published", "property")
+    outcomes = [  # "hard" separates (the strong pass it), "odd" is failed by the strong, "easy" by nobody
+        scored("a.py", 100, {"easy": True, "hard": True, "odd": False}),
+        scored("b.py", 90, {"easy": True, "hard": True, "odd": False}),
+        scored("c.py", 30, {"easy": True, "hard": False, "odd": True}, kind="not implemented"),
+        scored("d.py", 20, {"easy": True, "hard": False, "odd": True}, kind="ValueError"),
+    ]
+    analysis = item_analysis(outcomes, [exercise])
+    checks = {c.check: c for c in analysis.checks}
+    assert checks["hard"].separation == pytest.approx(0.99, abs=0.01) and checks["hard"].flag == ""
+    assert checks["odd"].separation == pytest.approx(-0.99, abs=0.01)
+    assert checks["odd"].flag == "failed mostly by top scorers"
+    assert checks["easy"].flag == "nobody fails it" and checks["easy"].separation is None
+    failures = dict(analysis.exercises[0].failures)
+    assert failures == {
+        "odd holds (wrong result)": 2,
+        "hard holds (not implemented)": 1,
+        "hard holds (ValueError)": 1,
+    }
+    page = report_html(analysis, {}, "t")
+    assert "display text" not in page and "4 submissions, 4 scored, 0 not scored" in page
+    assert "Checks failed mostly by top scorers" in page and "1 check nobody fails" in page
+
+
+def test_point_biserial_is_the_correlation_of_passing_with_the_total() -> None:
+    passed, totals = [True, True, False, True, False], [90.0, 70.0, 40.0, 60.0, 50.0]
+    ones = [1.0 if p else 0.0 for p in passed]
+    assert point_biserial(passed, totals) == pytest.approx(statistics.correlation(ones, totals))
+    assert (
+        point_biserial([True, True], [1.0, 2.0]) is None and point_biserial([True, False], [5.0, 5.0]) is None
     )
-    assert failure_messages(visible) == (
-        ["Equal logits. (wrong result)", "One entry. (ModuleNotFoundError: No module named 'numpy')"],
-        0,
+
+
+@pytest.mark.parametrize("low", [0.0, 40.0, 93.0, 100.0])
+def test_histogram_bins_separate_94_from_full_marks(low: float) -> None:
+    edges = histogram_bins([low, 94.0, 100.0])
+    bar = lambda x: max(i for i, edge in enumerate(edges) if edge <= x)  # noqa: E731
+    assert edges[0] <= low and edges[-1] > 100 and bar(94.0) != bar(100.0) and bar(99.9) != bar(100.0)
+    assert len(edges) <= 23 and edges == sorted(edges)
+
+
+def test_exercises_are_sorted_weakest_first_and_the_weakest_highlighted() -> None:
+    exercises = [Exercise(i, f"e{i}", "p", (f"f{i}",), 10, "visible", "property") for i in (1, 2, 3, 4, 5)]
+    rates = {1: 1.0, 2: 0.2, 3: 0.6, 4: 0.0, 5: 0.9}  # each exercise's score share, one submission each
+
+    def outcome(file: str, shares: dict[int, float]) -> Outcome:
+        items = [{"id": i, "score": 10 * shares[i]} for i in shares]
+        document = {"score": sum(i["score"] for i in items), "tests": [{"name": "x", "extra_data": {}}],
+                    "extra_data": {"points_possible": 50, "exercises": items}}  # fmt: skip
+        return Outcome(Entry(file, Path(file)), "completed", "", document, 1.0)
+
+    analysis = item_analysis([outcome("a.py", rates)], exercises)
+    assert [s.exercise.id for s in analysis.exercises] == [4, 2, 3, 5, 1]  # by pass rate, then share
+    assert analysis.weakest == (4, 2, 3)
+    page = report_html(analysis, {}, "t")
+    assert page.count("<tr class='weak'>") == 3 and page.index("<td>4 e4</td>") < page.index("<td>1 e1</td>")
+    assert "1 submission, 1 scored" in page
+
+
+def test_the_title_names_the_assignment_the_folder_and_the_date(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert batch_title("optimization_toolkit", Path("."), "2026-12-04") == (
+        f"optimization_toolkit.py: {tmp_path.name}, graded 2026-12-04"
     )
-    hidden = "0 of 9 hidden checks passed.\n\n- failed: sums to 1. (not implemented)\n... and 8 more"
-    assert failure_messages(hidden) == (["sums to 1. (not implemented)"], 8)
+
+
+def test_a_regrade_lists_whose_grade_changes_and_which_exercises() -> None:
+    exercises = [
+        Exercise(i, t, "p", (t,), 5, "visible", "property") for i, t in ((8, "softmax"), (12, "adv"))
+    ]
+    old = {
+        "a.py": {"file": "a.py", "8 softmax": "5", "12 adv": "2.5", "total_points_earned": "7.5"},
+        "b.py": {"file": "b.py", "8 softmax": "5", "12 adv": "5", "total_points_earned": "10"},
+        "gone.py": {"file": "gone.py", "8 softmax": "0", "12 adv": "0", "total_points_earned": "0"},
+    }
+    new = [
+        {"file": "a.py", "8 softmax": "3.75", "12 adv": "2.5", "total_points_earned": "6.25"},
+        {"file": "b.py", "8 softmax": "5", "12 adv": "5", "total_points_earned": "10"},
+        {"file": "new.py", "8 softmax": "5", "12 adv": "0", "total_points_earned": "5"},
+    ]
+    changes = regrade_changes(old, new, exercises)
+    assert [change_text(c) for c in changes] == [
+        "a.py: 7.5 -> 6.25 (-1.25): 8 softmax 5 -> 3.75",
+        "new.py: new, 5",
+        "gone.py: gone (was 0)",
+    ]
+    assert changes[0].delta == -1.25 and changes[0].exercises == (("8 softmax", "5", "3.75"),)
 
 
 def test_a_csv_cell_never_starts_a_formula() -> None:
@@ -369,15 +554,55 @@ def test_a_csv_cell_never_starts_a_formula() -> None:
         (["{file}"], "not a folder of submissions or a Gradescope export zip"),
         (["{folder}", "-j", "0"], "-j must be at least 1 (got 0)"),
         (["{empty}"], "empty: no submissions in it"),
+        (["{notes}"], "notes: no submissions in it (skipped, not submissions: grades.pdf, README.md)"),
         (["{folder}", "--timeout", "0"], "--timeout and --call-timeout must be positive"),
         (["{folder}", "--exercise", "99"], "no exercise 99 in the manifest"),
+        (
+            ["{folder}", "--compare", "{file}"],
+            "one.py: not a grades.csv of this kit (no file, total_points_earned,",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "one.py").write_text("x = 1\n")
     (tmp_path / "empty").mkdir()
-    filled = [a.format(file=tmp_path / "one.py", folder=tmp_path, empty=tmp_path / "empty") for a in args]
+    (tmp_path / "notes").mkdir()
+    for name in ("README.md", "grades.pdf"):
+        (tmp_path / "notes" / name).write_text("x")
+    places = {"file": tmp_path / "one.py", "folder": tmp_path, "empty": tmp_path / "empty"}
+    filled = [a.format(notes=tmp_path / "notes", **places) for a in args]
     code, out, err = batch(*filled, "-o", str(tmp_path / "grades.csv"))
     assert code == 2 and out == ""
     assert err.startswith("grader: error: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "grades.csv").exists()
+
+
+# -- similarity -----------------------------------------------------------------------------------------
+
+
+def test_similarity_finds_a_copy_but_not_the_stub_everyone_starts_from(tmp_path: Path) -> None:
+    pytest.importorskip("copydetect")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    renamed = re.sub(r"\bprobs\b", "pp", REFERENCE)  # a copy with a variable renamed
+    (source / "copy.py").write_text(renamed, encoding="utf-8")
+    (source / "stub1.py").write_text(STUB, encoding="utf-8")
+    (source / "stub2.py").write_text(STUB, encoding="utf-8")  # identical, but all of it is the stub
+    (source / "notes.txt").write_text("not a submission\n", encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
+    assert code == 0
+    assert "4 submissions compared" in out.getvalue() and "ada.py & copy.py: 100%" in out.getvalue()
+    assert "stub1.py & stub2.py" not in out.getvalue()
+    page = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    assert page.count("<h2 id='pair-") == 1 and "<mark>" in page and "never part of a grade" in page
+
+
+def test_exercise_code_is_only_the_exercise_functions() -> None:
+    code = exercise_code(
+        "import os\n\n@dec\ndef softmax(x):\n    return x\n\n\ndef given():\n    pass\n", ["softmax"]
+    )
+    assert code == "@dec\ndef softmax(x):\n    return x\n"
+    assert exercise_code("def softmax(:\n", ["softmax"]) == ""

@@ -6,8 +6,10 @@ otter_config.json, run_otter.py, files/ and tests/, and leaves an empty submissi
 setup.sh cannot run here (it downloads Miniforge), so its environment is built as a fresh virtual
 environment from environment.yml (its Python, its pip packages), and setup.sh's own kit step (the worker
 user) runs with that environment's Python. Then run_autograder's command runs with the rehearsal's root.
-Gradescope's results.json is checked against Gradescope's schema; otter grade's results.pkl is read back
-as otter grade reads it, into its grades table. Both must agree with `grader grade` per exercise.
+Gradescope's results.json must be `grader grade`'s, entry by entry (execution time aside), for the
+reference, the stubs, a partial and a hostile submission: what students see is what the instructor
+previewed. otter grade's results.pkl is read back as otter grade reads it, into its grades table, which
+must agree with `grader grade` per exercise.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from pathlib import Path
 import pytest
 import yaml
 from gradescope_schema import problems
-from otter_comparison import OTTER_ROUNDING, grader_scores
+from otter_comparison import (
+    OTTER_ROUNDING,
+    SUBMISSIONS,
+    exercise_scores,
+    grader_document,
+    page_differences,
+    rehearsed,
+)
 
 from grader.package import ENV_NAME, PLAYWRIGHT_STEP
 
 KIT = Path(__file__).resolve().parents[2]
-SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"
+SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"  # otter grade's layout
 AUTOGRADER_DIR = "/autograder"  # Gradescope's, and that of otter grade's containers
 WORKER_STEP = "# optlab-kit: the unprivileged user"
 METADATA = {
@@ -51,14 +60,6 @@ def interpreter(version: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def expected(tmp_path_factory) -> dict[str, float]:
-    """`grader grade`'s scores of the rehearsals' submission, which both layouts must give."""
-    scores = grader_scores(SUBMISSION, tmp_path_factory.mktemp("grade") / "results.json")
-    assert 0 < sum(scores.values()) < 100
-    return scores
-
-
-@pytest.fixture(scope="module")
 def environment(autograder, tmp_path_factory) -> Path:
     """Otter's environment.yml, as a fresh virtual environment; its Python."""
     spec = yaml.safe_load(zipfile.ZipFile(autograder).read("environment.yml"))
@@ -72,7 +73,7 @@ def environment(autograder, tmp_path_factory) -> Path:
     return venv / "bin" / "python"
 
 
-def lay_out(tmp: Path, autograder: Path, layout: str) -> Path:
+def lay_out(tmp: Path, autograder: Path, layout: str, submission: Path = SUBMISSION) -> Path:
     """A root laid out as /autograder is, by Gradescope or by otter grade's image, before grading."""
     root = tmp / "autograder"
     for folder in ("source", "submission", "results"):
@@ -88,10 +89,10 @@ def lay_out(tmp: Path, autograder: Path, layout: str) -> Path:
             zf.extractall(root / "source", members=names)
             zf.extract("run_autograder", root)
     if layout == "gradescope":
-        shutil.copy(SUBMISSION, root / "submission" / "optimization_toolkit.py")
+        shutil.copy(submission, root / "submission" / "optimization_toolkit.py")
         (root / "submission_metadata.json").write_text(json.dumps(METADATA))
     else:  # otter grade copies the file under its own name and touches an empty metadata file
-        shutil.copy(SUBMISSION, root / "submission" / SUBMISSION.name)
+        shutil.copy(submission, root / "submission" / submission.name)
         (root / "submission_metadata.json").write_text("")
     return root
 
@@ -117,22 +118,37 @@ def run_autograder(root: Path, python: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("layout", ["gradescope", "otter-grade"])
-def test_the_autograder_zip_grades_as_grader_grade_does(autograder, environment, expected, tmp_path, layout):
-    root = lay_out(tmp_path, autograder, layout)
+@pytest.mark.parametrize("which", SUBMISSIONS)
+def test_gradescope_shows_students_grader_grades_page(autograder, environment, tmp_path, which):
+    submission, marker = rehearsed(which, tmp_path)
+    root = lay_out(tmp_path, autograder, "gradescope", submission)
     run_setup_kit_step(root, environment)
     run = run_autograder(root, environment)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not (root / "submission" / "optlab").exists(), "the kit's copy beside the submission was left"
-    if layout == "gradescope":
-        results = root / "results" / "results.json"
-        assert problems(results, kit=False) == []
-        tests = [t for t in json.loads(results.read_text())["tests"] if "max_score" in t]
-        assert len(tests) == 20 and sum(t["max_score"] for t in tests) == 100
-        assert {t["name"]: t["score"] for t in tests} == pytest.approx(expected, abs=OTTER_ROUNDING)
-    else:
-        row = otter_grade_row(root / "results" / "results.pkl")
-        assert row == pytest.approx(expected, abs=OTTER_ROUNDING)
+    results = root / "results" / "results.json"
+    assert problems(results) == []
+    shown = json.loads(results.read_text())
+    previewed = grader_document(
+        submission, tmp_path / "grade.json", name="optimization_toolkit.py", python=environment
+    )
+    assert page_differences(shown, previewed) == []
+    assert len(shown["tests"]) == 40 and sum(t["max_score"] for t in shown["tests"]) == 100
+    assert "No log found" not in run.stdout
+    if marker is not None:
+        assert not marker.exists(), "Otter's kernel ran the submission"
+
+
+def test_otter_grades_image_gives_grader_grades_scores(autograder, environment, tmp_path):
+    root = lay_out(tmp_path, autograder, "otter-grade")
+    run_setup_kit_step(root, environment)
+    run = run_autograder(root, environment)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert not (root / "submission" / "optlab").exists(), "the kit's copy beside the submission was left"
+    expected = exercise_scores(grader_document(SUBMISSION, tmp_path / "grade.json"))
+    assert 0 < sum(expected.values()) < 100
+    row = otter_grade_row(root / "results" / "results.pkl")
+    assert row == pytest.approx(expected, abs=OTTER_ROUNDING)
 
 
 def otter_grade_row(pickled: Path) -> dict[str, float]:

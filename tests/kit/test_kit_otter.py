@@ -1,11 +1,12 @@
-"""The Otter packaging: `grader package` makes an autograder zip that `otter run` grades exactly as
-`grader grade` does (per exercise), without Otter's kernel ever running the submission; and a bad kit
-is refused with what to run."""
+"""The Otter packaging: `grader package` makes an autograder zip whose results.json under `otter run` is
+`grader grade`'s, entry by entry (no "Public Tests" entry, no word of Otter's), without Otter's kernel
+ever running the submission; and a bad kit is refused with what to run."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from gradescope_schema import problems
-from otter_comparison import OTTER_ROUNDING, grader_scores
+from otter_comparison import exercise_scores, grader_document, page_differences, rehearsed
 
 from grader.grading import kit_manifest
 from grader.layout import GRADING_MODULES
@@ -22,7 +23,6 @@ from grader.otter_plugin import PLACEHOLDER
 from grader.package import PackageError, check_packable, write_autograder
 
 KIT = Path(__file__).resolve().parents[2]
-PUBLIC_SUMMARY = "Public Tests"  # Otter's summary entry of the visible checks, with no score
 
 
 def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
@@ -47,43 +47,28 @@ def test_the_zip_is_the_same_every_time(autograder, tmp_path):
     assert write_autograder(KIT, tmp_path).read_bytes() == autograder.read_bytes()
 
 
-def hostile(tmp_path: Path) -> tuple[Path, Path]:
-    """A submission that, if run by Otter's kernel (root, no audit hook), leaves a file, then exits."""
-    marker = tmp_path / "otter-ran-the-submission"
-    source = f"import os\nopen({str(marker)!r}, 'w').write('ran')\nos._exit(0)\n"
-    path = tmp_path / "hostile" / "optimization_toolkit.py"
-    path.parent.mkdir()
-    path.write_text(source + (KIT / "solutions/optimization_toolkit.py").read_text())
-    return path, marker
-
-
-def otter_scores(autograder: Path, submission: Path, out: Path) -> dict[str, float]:
+def otter_page(autograder: Path, submission: Path, out: Path) -> dict:
+    """`otter run`'s results.json (the plugin imported from this kit, as the zip's run_otter.py does)."""
     out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(KIT)}
     run = subprocess.run(
         [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), str(submission)],
-        capture_output=True, text=True, cwd=out,
+        capture_output=True, text=True, cwd=out, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert problems(out / "results.json", kit=False) == []
-    tests = json.loads((out / "results.json").read_text())["tests"]
-    return {t["name"]: t["score"] for t in tests if t["name"] != PUBLIC_SUMMARY}
+    assert problems(out / "results.json") == []
+    assert "No log found" not in run.stdout
+    return json.loads((out / "results.json").read_text())
 
 
 @pytest.mark.parametrize("which", ["reference", "stubs", "partial", "hostile"])
-def test_otter_run_gives_grader_grades_scores_per_exercise(autograder, tmp_path, which):
-    submission, marker = {
-        "reference": (KIT / "solutions/optimization_toolkit.py", None),
-        "stubs": (KIT / "student/optimization_toolkit.py", None),
-        "partial": (KIT / "examples/submissions/ben_partial.py", None),
-        "hostile": (None, None),
-    }[which]
-    if which == "hostile":
-        submission, marker = hostile(tmp_path)
-    by_otter = otter_scores(autograder, submission, tmp_path / "otter")
-    by_grader = grader_scores(submission, tmp_path / "grade.json")
-    assert by_otter.keys() == by_grader.keys() and len(by_otter) == 20
-    differ = {k: (by_otter[k], v) for k, v in by_grader.items() if abs(by_otter[k] - v) > OTTER_ROUNDING}
-    assert differ == {}
+def test_otter_run_gives_grader_grades_page(autograder, tmp_path, which):
+    submission, marker = rehearsed(which, tmp_path)
+    shown = otter_page(autograder, submission, tmp_path / "otter")
+    previewed = grader_document(submission, tmp_path / "grade.json")
+    assert page_differences(shown, previewed) == []
+    assert len(shown["tests"]) == 40 and not any(t["name"] == "Public Tests" for t in shown["tests"])
+    by_grader = exercise_scores(previewed)
     total = sum(by_grader.values())
     expected_total = {"reference": 100.0, "stubs": 0.0, "hostile": 0.0}.get(which)
     if expected_total is not None:
@@ -150,16 +135,19 @@ def test_a_grader_that_cannot_run_still_gives_every_exercise_with_the_reason(tmp
     """No silent zero under Otter: every exercise is listed, failed, with why the kit's grader failed."""
     from otter.test_files import GradingResults
 
-    from grader.otter_plugin import fill_results, run_grader
+    from grader.otter_plugin import fill_results, run_grader, show_kit_page
 
     folder = tmp_path / "kit"
     if kit == "empty":
         folder.mkdir()
     document = run_grader(folder, KIT / "solutions" / "optimization_toolkit.py")
-    assert document["tests"] == [] and "The kit's grader" in document["output"]
+    why = document["extra_data"]["ungraded"]
+    assert document["tests"] == [] and document["score"] == 0 and why.startswith("The kit's grader")
     results = GradingResults([])
     exercises = kit_manifest(KIT).exercises
     fill_results(results, document, exercises)
     assert [f.name for f in results.results.values()] == [e.label for e in exercises]
     assert results.total == 0 and results.possible == 100
-    assert all(document["output"] in f.summary() for f in results.results.values())
+    assert all(why in f.summary() for f in results.results.values())
+    show_kit_page(results, document)  # the page students see: the unscored document, which says why
+    assert results.to_gradescope_dict(None) == document

@@ -1,13 +1,22 @@
 """results.json's top-level output, which students see at once: hidden checks' counts, points and the
-total that includes them appear there only where the manifest shows hidden entries at once too."""
+total that includes them appear there only where the manifest shows hidden entries at once too. And
+points a person can read: two decimals at most, an exercise's entries adding up to its points exactly,
+the manifest's visible/hidden split, one way of printing points."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
-from grader.manifest import Exercise, Manifest
+from grader.grading import kit_manifest
+from grader.inventory import load_inventory
+from grader.manifest import Exercise, Manifest, ManifestError, parse_manifest
+from grader.reference import read_reference
 from grader.results import results_document
-from grader.scoring import score_suites
+from grader.scoring import points_text, score_suites, split_points
 from grader.suites import TestRecord
 
 
@@ -44,3 +53,85 @@ def test_hidden_results_stay_out_of_the_summary_until_their_entries_show(visibil
 def test_visible_hidden_results_are_summed_up_at_once():
     output = document("visible")["output"]
     assert "**Score: 3 / 4**" in output and "| 1 double | 2/2 | 1/2 | 3 / 4 |" in output
+
+
+# -- points a person can read ------------------------------------------------------------------------
+
+KIT = Path(__file__).resolve().parents[2]
+
+
+def kit_records(passed: Callable[[int], bool]) -> list[TestRecord]:
+    """One record per test of the kit's inventory; the i-th passes where passed(i)."""
+    tests = load_inventory(KIT)["tests"]
+    return [
+        TestRecord(
+            t["nodeid"], t["exercise"], t["suite"], passed(i), "passed" if passed(i) else "failed", "p", ""
+        )
+        for i, t in enumerate(tests)
+    ]
+
+
+def two_decimals(x: float) -> bool:
+    return round(x, 2) == x
+
+
+@pytest.mark.parametrize(
+    "passed", [lambda i: True, lambda i: False, lambda i: i % 3 == 0, lambda i: i % 7 != 2]
+)
+def test_every_score_has_two_decimals_and_entries_add_up_to_the_exercise(passed):
+    manifest = kit_manifest(KIT)
+    scores = score_suites(manifest, kit_records(passed))
+    doc = results_document(scores)
+    assert len(doc["tests"]) == 2 * len(manifest.exercises)
+    for test in doc["tests"]:
+        assert two_decimals(test["score"]) and two_decimals(test["max_score"]), test["name"]
+        assert 0 <= test["score"] <= test["max_score"]
+    for exercise in manifest.exercises:
+        entries = [t for t in doc["tests"] if t["extra_data"]["exercise"] == exercise.id]
+        assert sum(t["max_score"] for t in entries) == exercise.points  # exactly, not approximately
+        item = next(i for i in doc["extra_data"]["exercises"] if i["id"] == exercise.id)
+        assert item["score"] == round(sum(t["score"] for t in entries), 2)
+    assert doc["extra_data"]["points_possible"] == 100 and two_decimals(doc["score"])
+    assert not re.search(r"\d\.\d{3}", doc["output"])  # the summary prints points with two decimals at most
+
+
+def test_the_default_split_follows_the_checks_with_the_remainder_on_hidden():
+    exercise = Exercise(1, "double", "1. numbers", ("double",), 5, "visible", "property")
+    assert split_points(exercise, [3, 4]) == [2.14, 2.86]  # 5 * 3/7 = 2.142857...
+    assert split_points(exercise, [1, 2]) == [1.67, 3.33]
+    assert split_points(exercise, [4]) == [5]
+
+
+def test_the_manifest_may_set_the_visible_split(kit_tree):
+    text = (kit_tree / "grader/exercises.toml").read_text() + "visible_points = 0.5\n"
+    reference = read_reference(
+        kit_tree / "solutions/optimization_toolkit.py", "solutions/optimization_toolkit.py"
+    )
+    exercise = parse_manifest(text, reference).exercises[0]
+    assert exercise.visible_points == 0.5 and split_points(exercise, [9, 1]) == [0.5, 2.5]
+    for bad, problem in (("3", "less than points"), ("0.125", "at most two decimals"), ("-1", "positive")):
+        with pytest.raises(ManifestError, match=problem):
+            parse_manifest(text.replace("visible_points = 0.5", f"visible_points = {bad}"), reference)
+
+
+def test_a_partly_passed_entry_is_rounded_to_cents_and_a_whole_one_is_its_maximum():
+    exercise = Exercise(1, "double", "1. numbers", ("double",), 6, "visible", "property")
+    outcomes = (
+        [("visible", True), ("visible", False), ("visible", False)]
+        + [("hidden", True)] * 3
+        + [("hidden", False)]
+    )
+    records = [
+        TestRecord(f"tests/{suite}/t.py::test_{i}", 1, suite, ok, "passed" if ok else "failed", "p", "")
+        for i, (suite, ok) in enumerate(outcomes)
+    ]
+    visible, hidden = score_suites(Manifest("optimization_toolkit", (exercise,)), records)
+    assert (visible.max_score, hidden.max_score) == (2.57, 3.43)
+    assert (visible.score, hidden.score) == (0.86, 2.57)  # 2.57 / 3 and 3.43 * 3/4, to the cent
+    assert document("visible")["output"].count(" / ") == 2
+
+
+@pytest.mark.parametrize(("points", "text"), [(2, "2"), (2.1, "2.1"), (2.10000001, "2.1"), (1.714286, "1.71"),
+                                              (0, "0"), (-0.0, "0"), (99.999, "100")])  # fmt: skip
+def test_points_print_one_way(points, text):
+    assert points_text(points) == text

@@ -62,8 +62,8 @@ def test_nan_never_matches_unless_the_expected_nan_is_allowed():
 def test_a_softmax_of_nans_passes_no_check_that_compares_two_of_its_answers(tmp_path):
     document = graded(tmp_path, "def softmax(xs):\n    return [float('nan')] * len(xs)\n", [8])
     hidden = entry(document, "8 softmax: hidden checks")
-    # only "softmax does not change its argument" holds; the shift invariance compares two nan answers
-    assert hidden["extra_data"]["passed"] == 1, hidden["output"]
+    # the shift invariance compares two nan answers; every other check pins a value (grader.trivial)
+    assert hidden["extra_data"]["passed"] == 0, hidden["output"]
     assert "- failed: adding the same constant to every logit" in hidden["output"]
     assert entry(document, "8 softmax: visible checks")["score"] == 0
 

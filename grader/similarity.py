@@ -1,0 +1,145 @@
+"""Similarity of submissions' exercise code, for TAs: never part of a grade, never shown to students.
+
+The library is copydetect (PyPI `copydetect`, MIT): the winnowing fingerprints of MOSS over Pygments
+tokens, with boilerplate removal, in pure Python (numpy). Chosen over pycode-similar (AST diffs of
+function pairs, unmaintained since 2020, no boilerplate), JPlag (Java) and Dolos (Node.js), which need
+another runtime, and MOSS itself, a web service that would send students' code off the machine.
+
+Only the exercise functions of each submission are compared (as intake reads the module, salvaged where
+it does not compile), and the stub's exercise functions are boilerplate: the docstrings and scaffolding
+every student starts from do not count. A pair is listed when the code one of them shares with the other
+is at least `threshold` of its own exercise code; `similarity.html` shows each such pair side by side,
+the shared code highlighted.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import io
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import KitError
+from grader.intake import IntakeError, read_submission
+from grader.manifest import Manifest
+from grader.roster import Entry
+
+NOISE_TOKENS = 25  # copydetect's defaults: matches shorter than this many tokens are noise,
+GUARANTEE_TOKENS = 30  # matches at least this long are always found
+THRESHOLD = 0.5
+SIMILARITY_HTML = "similarity.html"
+MODULE_FILE = "optimization_toolkit.py"  # the name Pygments reads the language from
+
+
+class SimilarityUnavailable(KitError):
+    """copydetect is not installed."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two submissions whose exercise code overlaps."""
+
+    first: str
+    second: str
+    shares: tuple[float, float]  # the share of each one's exercise code found in the other, 0..1
+    tokens: int  # tokens in common
+    views: tuple[str, str]  # each one's exercise code, as HTML, the shared parts highlighted
+
+    @property
+    def similarity(self) -> float:
+        return max(self.shares)
+
+
+def exercise_code(source: str, functions: Sequence[str]) -> str:
+    """The top-level definitions of `functions` in `source`, in file order ("" where none parses)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    lines = source.splitlines(keepends=True)
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            kept.append("".join(lines[start : node.end_lineno]))
+    return "\n".join(kept)
+
+
+def compare(
+    entries: Sequence[Entry], manifest: Manifest, stub: str, threshold: float = THRESHOLD
+) -> tuple[list[Pair], list[str]]:
+    """The pairs of `entries` at or above `threshold`, most similar first; and the entries that were not
+    compared (no readable module, or no exercise code)."""
+    try:
+        from copydetect import CodeFingerprint, compare_files
+        from copydetect.utils import highlight_overlap
+    except ImportError:
+        raise SimilarityUnavailable("similarity needs copydetect: pip install -e '.[batch]'") from None
+
+    def fingerprint(code: str, boilerplate: list | None = None):
+        window = GUARANTEE_TOKENS - NOISE_TOKENS + 1
+        return CodeFingerprint(
+            MODULE_FILE, NOISE_TOKENS, window, boilerplate=boilerplate, fp=io.StringIO(code)
+        )
+
+    functions = manifest.functions
+    boilerplate = list(fingerprint(exercise_code(stub, functions)).hashes) if stub else []
+    prints, left_out = {}, []
+    for entry in entries:
+        try:
+            code = exercise_code(read_submission(entry.path, manifest.module).source, functions)
+        except IntakeError:
+            code = ""
+        if code.strip():
+            prints[entry.file] = fingerprint(code, boilerplate)
+        else:
+            left_out.append(entry.file)
+    pairs = []
+    for (a, first), (b, second) in itertools.combinations(prints.items(), 2):
+        tokens, shares, slices = compare_files(first, second)
+        if tokens and max(shares) >= threshold:
+            views = tuple(
+                highlight_overlap(fp.raw_code, s, "<mark>", "</mark>", escape_html=True)[0]
+                for fp, s in zip((first, second), slices, strict=True)
+            )
+            pairs.append(Pair(a, b, (float(shares[0]), float(shares[1])), int(tokens), views))
+    pairs.sort(key=lambda p: (-p.similarity, p.first, p.second))
+    return pairs, left_out
+
+
+def write_similarity(path: Path, pairs: Sequence[Pair], left_out: Sequence[str], title: str) -> Path:
+    """similarity.html: the pairs, each side by side with the shared code highlighted."""
+    e = html.escape
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{_STYLE}</style>",
+        f"</head><body><h1>{e(title)}</h1>",
+        "<p>Exercise code only, the stub's scaffolding removed. For TAs: never part of a grade, never shown "
+        "to students. A high share is a reason to look, not a finding.</p>",
+        f"<p>{len(pairs)} pair(s) at or above the threshold.</p>",
+    ]
+    for index, pair in enumerate(pairs, 1):
+        parts.append(
+            f"<h2 id='pair-{index}'>{e(pair.first)} &amp; {e(pair.second)}: "
+            f"{100 * pair.shares[0]:.0f}% / {100 * pair.shares[1]:.0f}% ({pair.tokens} tokens in common)</h2>"
+            "<div class='pair'>"
+            + "".join(
+                f"<div><h3>{e(name)}</h3><pre>{view}</pre></div>"
+                for name, view in zip((pair.first, pair.second), pair.views, strict=True)
+            )  # fmt: skip
+            + "</div>"
+        )
+    if left_out:
+        parts.append(f"<p>Not compared (no exercise code read): {e(', '.join(left_out))}</p>")
+    parts.append("</body></html>\n")
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
+pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: 85%; } mark { background: #ffd86b; }
+"""
