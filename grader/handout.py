@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import zipfile
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
 from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.local import EXERCISES_FILE, exercises_data
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
 
@@ -27,8 +29,8 @@ FOLDER = "optlab-handout"  # everything sits in one folder of the zip
 MODULE_FILE = STUDENT.name
 # The grader modules a visible run imports: the suites' plugin and what it needs, nothing that grades.
 RUNNER_MODULES = (
-    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "protocol", "pytest_plugin",
-    "sandbox", "student", "worker",
+    "__init__", "audit", "codec", "errors", "expect", "intake", "layout", "local", "protocol",
+    "pytest_plugin", "sandbox", "student", "worker",
 )  # fmt: skip
 REQUIREMENTS = ("pytest", "hypothesis")  # pinned as pyproject.toml pins them
 SECRET_KEYS = ("hidden_visibility", "hidden_output")  # the manifest's fields about hidden checks
@@ -51,6 +53,8 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
+    exercises = {"exercises": exercises_data(manifest, load_inventory(root))}
+    files[EXERCISES_FILE.as_posix()] = (json.dumps(exercises, indent=1) + "\n").encode()
     for name in RUNNER_MODULES:
         files[f"grader/{name}.py"] = (root / "grader" / f"{name}.py").read_bytes()
     pins = pinned_requirements(root)
@@ -64,7 +68,7 @@ PYTEST_INI = """\
 [pytest]
 testpaths = tests
 pythonpath = .
-addopts = -p no:cacheprovider
+addopts = -p no:cacheprovider -p grader.pytest_plugin
 markers =
     exercise(id): the exercise a test checks
 """

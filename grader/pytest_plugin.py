@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import types
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import IntakeError, Submission, read_submission
 from grader.layout import MANIFEST, REFERENCE, SUITES
+from grader.local import NOT_STARTED, Verdict, classify, load_exercises
 from grader.sandbox import SANDBOX_AVAILABLE, Limits, protect_kit
 from grader.student import (
     Student,
@@ -83,6 +85,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
+    option = config.getoption("submission", None)
+    if option and not Path(option).exists():  # one usage line (exit 4), the words of `grader grade`
+        raise pytest.UsageError(f"{option}: no such file or folder (give a .py file, a folder or a .zip)")
+    config.stash[_VERDICT] = Verdict(load_exercises(Path(config.rootpath)))
+
+
+_VERDICT = pytest.StashKey[Verdict]()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -92,7 +101,10 @@ def pytest_report_header(config: pytest.Config) -> str:
         module = _submission_path(config.getoption("submission"), Path(config.rootpath))
     except pytest.UsageError as error:
         return f"optlab: {error}"
-    return f"optlab: testing {module}; its calls run in {where}"
+    lines = [f"optlab: testing {module}; its calls run in {where}"]
+    intake = _intake(module)  # what `grader grade` would note: a syntax error, what it costs, a renaming
+    lines += [f"optlab: {note}" for note in ([intake] if isinstance(intake, str) else intake.notes)]
+    return lines
 
 
 class Lab:
@@ -108,7 +120,9 @@ class Lab:
         self.reference: types.ModuleType | None = (
             load_module(Path(reference), "optlab_reference") if reference else None
         )
-        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None)
+        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None) or {
+            name: exercise.id for exercise in load_exercises(root) for name in exercise.functions
+        }  # the handout's map (not secret): a timeout fails the rest of its exercise fast, as in grading
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
         self.intake = _intake(self.submission)
@@ -129,6 +143,7 @@ class Lab:
         student, sandbox = sandboxed_student(
             self.intake.source, lab, self.reference, self.exercise_of, self.timed_out, self.limits, broken
         )
+        student.link = _EchoOutput(sandbox)
         return student, lambda: self._close(sandbox)
 
     def _close(self, sandbox) -> None:
@@ -137,6 +152,36 @@ class Lab:
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(sandbox.output())
         sandbox.close()
+
+
+class _EchoOutput:
+    """The sandbox as the Student's link, which after each call writes what the worker printed during
+    it to this process's stdout: pytest shows it under a failing test (or at once with -s)."""
+
+    def __init__(self, sandbox):
+        self.sandbox = sandbox
+        self._offset = 0
+
+    def send(self, message: dict) -> dict:
+        try:
+            return self.sandbox.send(message)
+        finally:
+            self._echo()
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    def _echo(self) -> None:
+        try:
+            with open(self.sandbox.home / "output.txt", "rb") as handle:
+                handle.seek(self._offset)
+                printed = handle.read(self.sandbox.limits.output_bytes)
+        except OSError:
+            return
+        self._offset += len(printed)
+        if printed:
+            sys.stdout.write(printed.decode("utf-8", "replace"))
+            sys.stdout.flush()
 
 
 def _intake(path: Path) -> Submission | str:
@@ -235,7 +280,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
+    props = dict(item.user_properties)
+    if "exercise" in props and (report.when == "call" or not report.passed):
+        state, message = classify(call.excinfo) if not report.passed else ("passed", "")
+        item.config.stash[_VERDICT].record(item.nodeid, props["exercise"], props["suite"], state, message)
+        report.optlab_state = state
     return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    """A test that fails only because its function is still the stub's is "not started", without a
+    traceback (a local run; results for grading keep their outcomes)."""
+    grading = getattr(config.option, "json_report", None)
+    if getattr(report, "optlab_state", None) == NOT_STARTED and not grading:
+        return "not started", "N", ("NOT STARTED", {"yellow": True})
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The grader's verdict, per exercise, at the end of the run."""
+    lines = config.stash[_VERDICT].lines()
+    if lines:
+        terminalreporter.section("optlab: your verdict, as the grader counts it")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _inventory_entry(item: pytest.Item) -> dict:
