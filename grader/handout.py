@@ -60,6 +60,8 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     pins = pinned_requirements(root)
     files["requirements.txt"] = "".join(f"{pins[name]}\n" for name in REQUIREMENTS).encode()
     files["pytest.ini"] = PYTEST_INI.encode()
+    for name, text in PLUGIN_ENTRY_POINT.items():
+        files[name] = text.encode()
     files["README.md"] = student_readme(manifest, pins).encode()
     return files
 
@@ -72,6 +74,18 @@ addopts = -p no:cacheprovider -p grader.pytest_plugin
 markers =
     exercise(id): the exercise a test checks
 """
+
+
+# `python -m pytest --submission ../other.py` from the handout folder: pytest looks for its configuration
+# above the common folder of its arguments, where `../other.py` leads it away from pytest.ini, and it
+# reads `--submission ../other.py` before it has loaded any plugin. Python puts the current folder on
+# sys.path for `python -m`, so this entry point loads the plugin in time whatever the arguments.
+PLUGIN_ENTRY_POINT = {
+    "optlab_handout-1.dist-info/METADATA": "Metadata-Version: 2.1\nName: optlab-handout\nVersion: 1\n",
+    "optlab_handout-1.dist-info/entry_points.txt": (
+        "[pytest11]\ngrader.pytest_plugin = grader.pytest_plugin\n"
+    ),
+}
 
 
 def student_readme(manifest: Manifest, pins: dict[str, str]) -> str:

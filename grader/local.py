@@ -21,6 +21,8 @@ from pathlib import Path
 
 EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdict table needs
 NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
+NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
+SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
 
 
@@ -141,7 +143,7 @@ class Verdict:
         rows = self.rows()
         if not rows:
             return []
-        out = ["exercise | title | visible checks | visible points | hidden checks | state", "---"]
+        table = [("exercise", "visible checks", "visible points", "hidden checks", "state")]
         for row in rows:
             hidden = (
                 f"{row['hidden_passed']}/{row['hidden']}" if row["hidden_passed"] is not None
@@ -150,19 +152,23 @@ class Verdict:
             state = row["state"]
             if state == NOT_STARTED and row["to_implement"]:
                 state += ": implement " + ", ".join(row["to_implement"])
-            out.append(
-                f"{row['id']:>2} | {row['title']} | {row['passed']}/{row['total']} | "
-                f"{_num(row['score'])}/{_num(row['max_score'])} | {hidden} | {state}"
-            )
+            table.append((
+                f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
+                f"{_num(row['score'])}/{_num(row['max_score'])}", hidden, state,
+            ))  # fmt: skip
         earned = sum(r["score"] for r in rows)
         possible = sum(r["max_score"] for r in rows)
         hidden_total = sum(r["hidden"] for r in rows)
-        out.append("---")
-        out.append(f"visible points: {_num(earned)}/{_num(possible)} of the exercises above")
+        table.append(("total", f"{sum(r['passed'] for r in rows)}/{sum(r['total'] for r in rows)}",
+                      f"{_num(earned)}/{_num(possible)}", "", ""))  # fmt: skip
+        widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]
+        out = [
+            SEPARATOR.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in table
+        ]
         if hidden_total and all(r["hidden_passed"] is None for r in rows):
             out.append(
-                f"The {hidden_total} hidden checks of these exercises run only when your submission is "
-                "graded; they share the exercises' other points."
+                f"Visible points only: the {hidden_total} hidden checks of these exercises run only when "
+                "your submission is graded, and earn the rest of their points."
             )
         if len(rows) < len(self.exercises):
             out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")
@@ -178,13 +184,13 @@ def classify(excinfo) -> tuple[str, str]:
     if name == "NotImplementedError":
         return NOT_STARTED, text
     if name == "CallTimedOut":
-        return TIMED_OUT, text
+        return (NOT_CALLED if "timed out earlier" in text else TIMED_OUT), text
     return "failed", text
 
 
 def _state(outcomes: list[Outcome]) -> str:
     states = {o.state for o in outcomes}
-    if TIMED_OUT in states:
+    if states & {TIMED_OUT, NOT_CALLED}:
         return TIMED_OUT
     if states == {NOT_STARTED}:
         return NOT_STARTED

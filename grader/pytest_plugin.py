@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import IntakeError, Submission, read_submission
 from grader.layout import MANIFEST, REFERENCE, SUITES
-from grader.local import NOT_STARTED, Verdict, classify, load_exercises
+from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
 from grader.sandbox import SANDBOX_AVAILABLE, Limits, protect_kit
 from grader.student import (
     Student,
@@ -88,17 +88,28 @@ def pytest_configure(config: pytest.Config) -> None:
     option = config.getoption("submission", None)
     if option and not Path(option).exists():  # one usage line (exit 4), the words of `grader grade`
         raise pytest.UsageError(f"{option}: no such file or folder (give a .py file, a folder or a .zip)")
-    config.stash[_VERDICT] = Verdict(load_exercises(Path(config.rootpath)))
+    config.stash[_VERDICT] = Verdict(load_exercises(_root(config)))
 
 
 _VERDICT = pytest.StashKey[Verdict]()
+
+
+def _root(config: pytest.Config) -> Path:
+    """The kit or handout folder: pytest's rootdir, or, where pytest found no configuration (a handout
+    run from its folder with `--submission ../other.py`), the folder this plugin was loaded from."""
+    root = Path(config.rootpath)
+    own = Path(__file__).resolve().parents[1]
+    if not (root / MANIFEST).is_file() and not (root / EXERCISES_FILE).is_file():
+        if (own / EXERCISES_FILE).is_file():
+            return own
+    return root
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     """Which module the run tests, and where its calls run."""
     where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
     try:
-        module = _submission_path(config.getoption("submission"), Path(config.rootpath))
+        module = _submission_path(config.getoption("submission"), _root(config))
     except pytest.UsageError as error:
         return f"optlab: {error}"
     lines = [f"optlab: testing {module}; its calls run in {where}"]
@@ -111,7 +122,7 @@ class Lab:
     """What the tests run on: the submission, the reference (if any) and the exercise functions."""
 
     def __init__(self, config: pytest.Config):
-        root = Path(config.rootpath)
+        root = _root(config)
         self.config = config
         self.submission = _submission_path(config.getoption("submission"), root)
         reference = config.getoption("reference") or (
@@ -289,11 +300,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    """A test that fails only because its function is still the stub's is "not started", without a
-    traceback (a local run; results for grading keep their outcomes)."""
-    grading = getattr(config.option, "json_report", None)
-    if getattr(report, "optlab_state", None) == NOT_STARTED and not grading:
+    """A test that fails only because its function is still the stub's is "not started", and one not run
+    because its exercise timed out earlier is "not called": both without a traceback (in a local run;
+    results for grading keep their outcomes)."""
+    if getattr(config.option, "json_report", None):
+        return None
+    state = getattr(report, "optlab_state", None)
+    if state == NOT_STARTED:
         return "not started", "N", ("NOT STARTED", {"yellow": True})
+    if state == NOT_CALLED:
+        return "not called", "T", ("NOT CALLED (its exercise timed out earlier)", {"red": True})
     return None
 
 
