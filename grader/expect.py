@@ -58,7 +58,10 @@ def _difference(got: Any, want: Any, rel: float, abs_: float, path: str) -> str 
             return None if math.isnan(got) else (path or "")
         if math.isinf(want) or math.isinf(got):
             return None if got == want else (path or "")
-        return None if math.isclose(got, want, rel_tol=rel, abs_tol=abs_) else (path or "")
+        if math.isclose(got, want, rel_tol=rel, abs_tol=abs_):
+            return None
+        off = abs(got - want)
+        return f"{path or 'the number'} is off by {off:.3g}; the tolerance is rel={rel:g}, abs={abs_:g}"
     if isinstance(want, list | tuple):
         if not isinstance(got, list | tuple) or len(got) != len(want):
             return path or ""
