@@ -581,6 +581,10 @@ def _pareto(scores):
 def select_candidate(scores, rng):
     """Pareto-based candidate selection, after Algorithm 2 of the GEPA paper [1]: take the survivors of
     _pareto, weight each by the number of instances it wins, and sample.
+
+    The draw is one call rng.choices(survivors, weights)[0], with the survivors sorted in increasing
+    order and weights[i] the number of instances (entries of _pareto's wins) that survivors[i] is in.
+    Returns the index of the chosen candidate; with one survivor it is always that one.
     """
     alive, wins = _pareto(scores)
     freq = {k: sum(1 for w in wins if k in w) for k in alive}
@@ -693,6 +697,11 @@ def gepa(seed, dfeedback, dpareto, rng, budget=400, minibatch=3, select="pareto"
 
 
 def softmax(xs):
+    """Probabilities from logits: a new list whose i-th entry is exp(x_i - m) / sum_j exp(x_j - m), with m
+    the largest logit, in the order of xs. Subtracting m changes nothing mathematically (it cancels) but
+    keeps large logits such as 1000 from overflowing. The entries are positive and sum to 1; equal logits
+    give 1/n each; a single logit gives [1.0]. xs (a non-empty list of floats) is not changed.
+    """
     m = max(xs)
     es = [math.exp(x - m) for x in xs]
     z = sum(es)
@@ -858,6 +867,14 @@ def ppo_objective(policy, samples, clip=0.2):
 
 
 def ppo_grad(policy, samples, clip=0.2):
+    """The gradient of ppo_objective with respect to the logits: a new table shaped like zeros_like(policy).
+
+    For every sample sm (a PPOSample) and every position t, with v = sm.seq[t], the ratio is
+    r = exp(policy.logp_tok(sm.s, t, v) - sm.logp_old[t]). If clip_flows(sm.A[t], r, clip), the token adds
+    add_score(g, policy, sm.s, t, v, sm.A[t] * r / n), where n = len(samples) * len(samples[0].seq) is the
+    number of tokens (every sample is as long as the first); a token the clip holds adds nothing. So
+    tokens held by the clip still count in n. Neither the policy nor the samples are changed.
+    """
     g = zeros_like(policy)
     n = len(samples) * len(samples[0].seq)
     for sm in samples:
@@ -919,6 +936,10 @@ class Group:
 def group_advantages(rewards, std_norm=True, eps=1e-6):
     """Subtract the group mean. If std_norm, divide by the group standard deviation (a z-score). A group with
     identical rewards has zero advantage for every response: no signal.
+
+    The standard deviation is the population one (the module's stdev, dividing by n, not n - 1). eps is the
+    threshold for "identical": when that standard deviation is below eps, every advantage is 0.0, with or
+    without std_norm. Returns a new list in the order of `rewards`, which is not changed.
     """
     mu = mean(rewards)
     sd = stdev(rewards)
@@ -1162,6 +1183,15 @@ def self_modify(parent, rng, new_id, p_break=0.15):
 
 
 def choose_parent(archive, rng, mode):
+    """The archive variant (an AgentVariant of `archive`) to expand next, by `mode`:
+
+    - "dgm": one draw rng.choices(archive, dgm_weights(archive))[0], with the default lam and alpha0;
+    - "greedy": the variant with the best score, the highest id among equal scores
+      (max by (score, id)); it draws no random numbers;
+    - "uniform": rng.choice(archive), one draw.
+
+    The rng must be left as exactly these calls leave it. Any other mode raises ValueError.
+    """
     if mode == "dgm":
         return rng.choices(archive, dgm_weights(archive))[0]
     if mode == "greedy":
@@ -1240,11 +1270,20 @@ def start_repo():
 
 
 def file_hash(text):
+    """The SHA-256 hex digest (64 lowercase hex characters) of `text` encoded as UTF-8:
+    hashlib.sha256(text.encode()).hexdigest().
+    """
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def guard_ok(files, locked):
-    """locked: {filename: sha256}. The guard passes only if every locked file is byte-identical."""
+    """locked: {filename: sha256}. The guard passes only if every locked file is byte-identical.
+
+    files: {filename: text}. Returns True when every filename of `locked` is in `files` and file_hash of its
+    text equals the locked digest; files that are not locked do not matter, and an empty lock set passes.
+    A locked file that is missing from `files` (deleted or renamed) fails the guard: False, not KeyError.
+    Neither argument is changed.
+    """
     # Not in the seed, which raised KeyError here: a missing locked file fails the guard (fail closed).
     return all(f in files and file_hash(files[f]) == h for f, h in locked.items())
 
@@ -1346,6 +1385,10 @@ class CostInputs:
 
 
 def call_cost(in_tok, out_tok, p_in, p_out):
+    """The dollar cost of one model call: in_tok input tokens at p_in dollars per million tokens plus
+    out_tok output tokens at p_out dollars per million, so (in_tok * p_in + out_tok * p_out) / 1e6.
+    For example call_cost(1500, 300, 3.0, 15.0) is 0.009.
+    """
     return (in_tok * p_in + out_tok * p_out) / 1e6
 
 
