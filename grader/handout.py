@@ -123,16 +123,30 @@ With Python 3.11 to 3.13, in this folder:
     python -m pytest                                  # every visible test
     python -m pytest tests/visible/test_ex06_pareto.py  # one exercise
     python -m pytest -x --submission path/to/other.py   # stop at the first failure; another file
+    python -m pytest -s                               # show what your functions print as they run
+
+From another folder, name this one and give the file with `=`:
+`python -m pytest path/to/optlab-handout --submission=path/to/other.py`.
+
+Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
+passed, the points they earn (each check of an exercise, visible or hidden, is worth the same share of
+its points), how many hidden checks it has, and its state: not started, failing, passing or timed out.
+A test whose function still raises the stub's `NotImplementedError` shows as `N` (not started), with
+no traceback. What your function printed during a failing test is shown under that test.
 
 The tests call your functions in a separate process, with a time limit per call, exactly as the
-grader will: an endless loop costs that exercise's tests, not your whole run. To step through your
-code with a debugger, run them in this process instead: `python -m pytest --worker inprocess --pdb`.
+grader will: an endless loop costs that exercise's tests, not your whole run: after its first timeout,
+the exercise's other tests are not called (`T`). To step through your code with a debugger, run them
+in this process instead: `python -m pytest --worker inprocess --pdb`.
 
 ## What the messages mean
 
 - `NotImplementedError: exercise 6 (...): implement pareto_front`: you have not done that exercise yet.
 - `pareto_front([[1, 0], [0, 1]])` then `expected: ...` and `got: ...`: the call that went wrong, what
-  it should have returned, what yours returned, and the first place where they differ.
+  it should have returned, what yours returned, and the first place where they differ (for numbers:
+  how far off yours is, and the tolerance it missed).
+- `optlab: Could not grade ... it has a syntax error` at the top: that function does not compile; the
+  grader drops it, and grades the rest of your file, as this run does.
 - `CallTimedOut`: the call used more than its CPU time (an endless loop?); the other tests of that
   exercise are then skipped as failed.
 - `SubmissionError`: your function raised an exception; the message shows its type, text and line.
