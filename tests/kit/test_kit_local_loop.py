@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.expect import expect_close
+from grader.expect import call, expect_close
 from grader.grading import grade, kit_manifest
 from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
 from grader.intake import read_submission
@@ -251,3 +251,10 @@ def test_a_near_miss_names_the_tolerance_it_missed():
     with pytest.raises(AssertionError) as caught:
         expect_close(-0.9999990000010001, -1.0, "f()", abs=1e-9)
     assert "tolerance" in str(caught.value) and "1e-09" in str(caught.value)
+
+
+def test_a_seeded_rng_reads_as_code_in_a_call():
+    what = call("choose_parent", [1], "random.Random(1)", "greedy")
+    assert what == "choose_parent([1], random.Random(1), 'greedy')"
+    assert call("f", "random.Random(seed)") == "f(random.Random(seed))"
+    assert call("f", "random") == "f('random')"
