@@ -86,8 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
     option = config.getoption("submission", None)
-    if option and not Path(option).exists():  # one usage line (exit 4), the words of `grader grade`
-        raise pytest.UsageError(f"{option}: no such file or folder (give a .py file, a folder or a .zip)")
+    if option:  # a submission that cannot be graded: one usage line (exit 4), the words of `grader grade`
+        if not Path(option).exists():
+            raise pytest.UsageError(f"{option}: no such file or folder (give a .py file, a folder or a .zip)")
+        if isinstance(problem := _intake(Path(option)), str):
+            raise pytest.UsageError(problem)
     config.stash[_VERDICT] = Verdict(load_exercises(_root(config)))
 
 

@@ -101,6 +101,17 @@ def test_a_submission_that_does_not_exist_is_one_usage_line(folder):
     assert lines == ["ERROR: nowhere/other.py: no such file or folder (give a .py file, a folder or a .zip)"]
 
 
+def test_a_submission_intake_cannot_read_is_one_usage_line_in_grader_grades_words(folder, tmp_path):
+    notebook, empty = tmp_path / "lab.ipynb", tmp_path / "empty"
+    notebook.write_text('{"cells": []}')
+    empty.mkdir()
+    for path in (notebook, empty):
+        message = grade(KIT, path, tmp_path / "results.json").document["extra_data"]["ungraded"]
+        run = student_run(folder, "--submission", str(path))
+        assert run.returncode == 4
+        assert (run.stdout + run.stderr).strip().splitlines() == [f"ERROR: {message}"]
+
+
 # -- the verdict -----------------------------------------------------------------------------------
 
 
