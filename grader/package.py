@@ -39,7 +39,8 @@ ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 # The grading path (grader grade, the suites' plugin, the Otter plugin); not build, validate or batch.
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
-    "layout", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results", "sandbox",
+    "layout", "local", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results",
+    "sandbox",
     "scoring", "student", "suites", "worker",
 )  # fmt: skip
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
