@@ -40,8 +40,7 @@ ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cli", "codec", "errors", "expect", "grading", "intake", "inventory",
     "layout", "local", "manifest", "otter_plugin", "protocol", "pytest_plugin", "reference", "results",
-    "sandbox",
-    "scoring", "student", "suites", "worker",
+    "sandbox", "scoring", "student", "suites", "worker",
 )  # fmt: skip
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
