@@ -24,6 +24,7 @@ NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", 
 NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
 SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
+_DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class Verdict:
                 "hidden_passed": sum(o.state == "passed" for o in hidden) if hidden else None,
                 "state": _state(mine),
                 "to_implement": _to_implement(mine, exercise),
+                "timed_out": sorted({m.group(1) for o in mine for m in _DID_NOT_RETURN.finditer(o.message)}),
             })  # fmt: skip
         return rows
 
@@ -152,6 +154,8 @@ class Verdict:
             state = row["state"]
             if state == NOT_STARTED and row["to_implement"]:
                 state += ": implement " + ", ".join(row["to_implement"])
+            elif state == TIMED_OUT and row["timed_out"]:
+                state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
             table.append((
                 f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
                 f"{_num(row['score'])}/{_num(row['max_score'])}", hidden, state,
