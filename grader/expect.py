@@ -13,6 +13,9 @@ is itself nan, may a test say ``nan_ok=True``.
 `expect_pinned` is for a property that a trivial answer satisfies too (a constant, zeros, the uniform
 vector, the input unchanged): it pins the answer on fixed, non-degenerate inputs against the reference,
 so the property's test earns nothing for code that does no work (grader.trivial measures this).
+
+In `call`, a string argument that reads ``random.Random(...)`` stands for that seeded generator (a test
+cannot recover the seed from the object): it prints as code, ``random.Random(0)``, not as a string.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import copy
 import math
 import pprint
 import random
+import re
 from typing import Any
 
 __tracebackhide__ = True
+_SEEDED_RNG = re.compile(r"random\.Random\([\w ]*\)")
 
 
 def call(function: str, *args: Any, **kwargs: Any) -> str:
@@ -102,7 +107,10 @@ def _difference(got: Any, want: Any, rel: float, abs_: float, path: str, nan_ok:
             return None if nan_ok and got_nan and want_nan else (path or "")
         if math.isinf(want) or math.isinf(got):
             return None if got == want else (path or "")
-        return None if math.isclose(got, want, rel_tol=rel, abs_tol=abs_) else (path or "")
+        if math.isclose(got, want, rel_tol=rel, abs_tol=abs_):
+            return None
+        off = abs(got - want)
+        return f"{path or 'the number'} is off by {off:.3g}; the tolerance is rel={rel:g}, abs={abs_:g}"
     if isinstance(want, list | tuple):
         if not isinstance(got, list | tuple) or len(got) != len(want):
             return path or ""
@@ -135,7 +143,7 @@ def _message(what: str, want: Any, got: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    text = value if isinstance(value, str) and _SEEDED_RNG.fullmatch(value) else repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 

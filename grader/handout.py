@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import zipfile
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
+from grader.local import EXERCISES_FILE, exercises_data
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
 from grader.scoring import points_text
@@ -46,11 +48,15 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
+    exercises = {"exercises": exercises_data(manifest, load_inventory(root))}
+    files[EXERCISES_FILE.as_posix()] = (json.dumps(exercises, indent=1) + "\n").encode()
     for name in HANDOUT_RUNNER:
         files[f"grader/{name}.py"] = (root / "grader" / f"{name}.py").read_bytes()
     pins = pinned_requirements(root)
     files["requirements.txt"] = "".join(f"{pins[name]}\n" for name in REQUIREMENTS).encode()
     files["pytest.ini"] = PYTEST_INI.encode()
+    for name, text in PLUGIN_ENTRY_POINT.items():
+        files[name] = text.encode()
     files["README.md"] = student_readme(manifest, pins).encode()
     return files
 
@@ -59,10 +65,22 @@ PYTEST_INI = """\
 [pytest]
 testpaths = tests
 pythonpath = .
-addopts = -p no:cacheprovider
+addopts = -p no:cacheprovider -p grader.pytest_plugin
 markers =
     exercise(id): the exercise a test checks
 """
+
+
+# `python -m pytest --submission ../other.py` from the handout folder: pytest looks for its configuration
+# above the common folder of its arguments, where `../other.py` leads it away from pytest.ini, and it
+# reads `--submission ../other.py` before it has loaded any plugin. Python puts the current folder on
+# sys.path for `python -m`, so this entry point loads the plugin in time whatever the arguments.
+PLUGIN_ENTRY_POINT = {
+    "optlab_handout-1.dist-info/METADATA": "Metadata-Version: 2.1\nName: optlab-handout\nVersion: 1\n",
+    "optlab_handout-1.dist-info/entry_points.txt": (
+        "[pytest11]\ngrader.pytest_plugin = grader.pytest_plugin\n"
+    ),
+}
 
 
 def student_readme(manifest: Manifest, pins: dict[str, str]) -> str:
@@ -100,16 +118,30 @@ With Python 3.11 to 3.13, in this folder:
     python -m pytest                                  # every visible test
     python -m pytest tests/visible/test_ex06_pareto.py  # one exercise
     python -m pytest -x --submission path/to/other.py   # stop at the first failure; another file
+    python -m pytest -s                               # show what your functions print as they run
+
+From another folder, name this one and give the file with `=`:
+`python -m pytest path/to/optlab-handout --submission=path/to/other.py`.
+
+Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
+passed, the points they earn (each check of an exercise, visible or hidden, is worth the same share of
+its points), how many hidden checks it has, and its state: not started, failing, passing or timed out.
+A test whose function still raises the stub's `NotImplementedError` shows as `N` (not started), with
+no traceback. What your function printed during a failing test is shown under that test.
 
 The tests call your functions in a separate process, with a time limit per call, exactly as the
-grader will: an endless loop costs that exercise's tests, not your whole run. To step through your
-code with a debugger, run them in this process instead: `python -m pytest --worker inprocess --pdb`.
+grader will: an endless loop costs that exercise's tests, not your whole run: after its first timeout,
+the exercise's other tests are not called (`T`). To step through your code with a debugger, run them
+in this process instead: `python -m pytest --worker inprocess --pdb`.
 
 ## What the messages mean
 
 - `NotImplementedError: exercise 6 (...): implement pareto_front`: you have not done that exercise yet.
 - `pareto_front([[1, 0], [0, 1]])` then `expected: ...` and `got: ...`: the call that went wrong, what
-  it should have returned, what yours returned, and the first place where they differ.
+  it should have returned, what yours returned, and the first place where they differ (for numbers:
+  how far off yours is, and the tolerance it missed).
+- `optlab: Could not grade ... it has a syntax error` at the top: that function does not compile; the
+  grader drops it, and grades the rest of your file, as this run does.
 - `CallTimedOut`: the call used more than its CPU time (an endless loop?); the other tests of that
   exercise are then skipped as failed.
 - `SubmissionError`: your function raised an exception; the message shows its type, text and line.

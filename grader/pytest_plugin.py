@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import types
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, Phase, settings
 from grader.intake import IntakeError, Submission, read_submission
 from grader.isolation import protect_kit
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
+from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
 from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox
 from grader.student import (
     Student,
@@ -82,23 +84,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
+    option = config.getoption("submission", None)
+    if option:  # a submission that cannot be graded: one usage line (exit 4), the words of `grader grade`
+        if not Path(option).exists():
+            raise pytest.UsageError(f"{option}: no such file or folder (give a .py file, a folder or a .zip)")
+        if isinstance(problem := _intake(Path(option)), str):
+            raise pytest.UsageError(problem)
+    config.stash[_VERDICT] = Verdict(load_exercises(_root(config)))
+
+
+_VERDICT = pytest.StashKey[Verdict]()
+
+
+def _root(config: pytest.Config) -> Path:
+    """The kit or handout folder: pytest's rootdir, or, where pytest found no configuration (a handout
+    run from its folder with `--submission ../other.py`), the folder this plugin was loaded from."""
+    root = Path(config.rootpath)
+    own = Path(__file__).resolve().parents[1]
+    if not (root / MANIFEST).is_file() and not (root / EXERCISES_FILE).is_file():
+        if (own / EXERCISES_FILE).is_file():
+            return own
+    return root
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     """Which module the run tests, and where its calls run."""
     where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
     try:
-        module = _submission_path(config.getoption("submission"), Path(config.rootpath))
+        module = _submission_path(config.getoption("submission"), _root(config))
     except pytest.UsageError as error:
         return f"optlab: {error}"
-    return f"optlab: testing {module}; its calls run in {where}"
+    lines = [f"optlab: testing {module}; its calls run in {where}"]
+    intake = _intake(module)  # what `grader grade` would note: a syntax error, what it costs, a renaming
+    lines += [f"optlab: {note}" for note in ([intake] if isinstance(intake, str) else intake.notes)]
+    return lines
 
 
 class Lab:
     """What the tests run on: the submission, the reference (if any) and the exercise functions."""
 
     def __init__(self, config: pytest.Config):
-        root = Path(config.rootpath)
+        root = _root(config)
         self.config = config
         self.submission = _submission_path(config.getoption("submission"), root)
         reference = config.getoption("reference") or (
@@ -107,7 +133,9 @@ class Lab:
         self.reference: types.ModuleType | None = (
             load_module(Path(reference), "optlab_reference") if reference else None
         )
-        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None)
+        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None) or {
+            name: exercise.id for exercise in load_exercises(root) for name in exercise.functions
+        }  # the handout's map (not secret): a timeout fails the rest of its exercise fast, as in grading
         self.contract = _contract(root, Path(reference) if reference else None, self.exercise_of)
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
@@ -138,6 +166,7 @@ class Lab:
             broken,
             self.contract,
         )
+        student.link = _EchoOutput(sandbox)
         return student, lambda: self._close(student, sandbox)
 
     def _close(self, student: Student, sandbox: Sandbox) -> None:
@@ -146,6 +175,36 @@ class Lab:
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(sandbox.output())
         student.close()
+
+
+class _EchoOutput:
+    """The sandbox as the Student's link, which after each call writes what the worker printed during
+    it to this process's stdout: pytest shows it under a failing test (or at once with -s)."""
+
+    def __init__(self, sandbox):
+        self.sandbox = sandbox
+        self._offset = 0
+
+    def send(self, message: dict) -> dict:
+        try:
+            return self.sandbox.send(message)
+        finally:
+            self._echo()
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    def _echo(self) -> None:
+        try:
+            with open(self.sandbox.home / "output.txt", "rb") as handle:
+                handle.seek(self._offset)
+                printed = handle.read(self.sandbox.limits.output_bytes)
+        except OSError:
+            return
+        self._offset += len(printed)
+        if printed:
+            sys.stdout.write(printed.decode("utf-8", "replace"))
+            sys.stdout.flush()
 
 
 def _intake(path: Path) -> Submission | str:
@@ -257,7 +316,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
+    props = dict(item.user_properties)
+    if "exercise" in props and (report.when == "call" or not report.passed):
+        state, message = classify(call.excinfo) if not report.passed else ("passed", "")
+        item.config.stash[_VERDICT].record(item.nodeid, props["exercise"], props["suite"], state, message)
+        report.optlab_state = state
     return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    """A test that fails only because its function is still the stub's is "not started", and one not run
+    because its exercise timed out earlier is "not called": both without a traceback (in a local run;
+    results for grading keep their outcomes)."""
+    if getattr(config.option, "json_report", None):
+        return None
+    state = getattr(report, "optlab_state", None)
+    if state == NOT_STARTED:
+        return "not started", "N", ("NOT STARTED", {"yellow": True})
+    if state == NOT_CALLED:
+        return "not called", "T", ("NOT CALLED (its exercise timed out earlier)", {"red": True})
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The grader's verdict, per exercise, at the end of the run."""
+    lines = config.stash[_VERDICT].lines()
+    if lines:
+        terminalreporter.section("optlab: your verdict, as the grader counts it")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _inventory_entry(item: pytest.Item) -> dict:

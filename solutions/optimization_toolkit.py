@@ -141,7 +141,16 @@ def make_dataset(n, seed=0, weights=None):
 
 
 def p_correct(prog, kind, params=ToyParams()):
-    """The mock model's chance of answering an example of this kind correctly."""
+    """The mock model's chance of answering an example of this kind correctly.
+
+    Only the instruction of the module that reads this kind counts: m = MODULE_OF[kind], words =
+    prog.words(m). Start at params.base; add params.instr_gain when the kind's rule word RULES[kind] is
+    among the words; add params.demo_gain per correct demo of this kind and subtract params.bad_demo_pen
+    per wrong one, at most two of each (demos of other kinds do not count here); subtract the penalty of
+    every CONFLICTS entry (keyword, kind) whose keyword is among the words; subtract params.length_pen
+    per word of that instruction beyond params.free_words, and params.demo_len_pen per demo (of any kind)
+    beyond params.free_demos. Finally clip to [params.floor, params.cap].
+    """
     m = MODULE_OF[kind]
     words = set(prog.words(m))
     p = params.base
@@ -387,7 +396,14 @@ def mipro_search(prog, train, dev, rng, n_instr=5, n_demo_sets=4, trials=24, min
 
 
 def opro_prompt(history, k=6):
-    """The meta-prompt: past instructions with their scores, ascending, so the best is last."""
+    """The meta-prompt: past instructions with their scores, ascending, so the best is last.
+
+    history: [(text, score), ...]. Sort it by score, ascending and stable (equal scores keep their order
+    in history), and keep the last k. The first line is "Here are earlier instructions and their
+    scores. Write a new instruction that scores higher."; each kept pair adds the two lines
+    "text: <text>" and "score: <score with 2 decimals>". Lines are joined by a newline, with none at the
+    end; an empty history gives the first line alone.
+    """
     top = sorted(history, key=lambda h: h[1])[-k:]
     lines = ["Here are earlier instructions and their scores. Write a new instruction that scores higher."]
     for text, score in top:
@@ -396,7 +412,11 @@ def opro_prompt(history, k=6):
 
 
 def parse_opro_prompt(prompt):
-    """Read (text, score) pairs back out of a meta-prompt."""
+    """Read (text, score) pairs back out of a meta-prompt.
+
+    Every "text: <text>" line followed by a "score: <number>" line gives the pair (text, float(number)),
+    in the order they appear; a prompt without such lines gives [].
+    """
     pairs = re.findall(r"text: (.*)\nscore: ([0-9.]+)", prompt)
     return [(t, float(s)) for t, s in pairs]
 
@@ -581,6 +601,10 @@ def _pareto(scores):
 def select_candidate(scores, rng):
     """Pareto-based candidate selection, after Algorithm 2 of the GEPA paper [1]: take the survivors of
     _pareto, weight each by the number of instances it wins, and sample.
+
+    The draw is one call rng.choices(survivors, weights)[0], with the survivors sorted in increasing
+    order and weights[i] the number of instances (entries of _pareto's wins) that survivors[i] is in.
+    Returns the index of the chosen candidate; with one survivor it is always that one.
     """
     alive, wins = _pareto(scores)
     freq = {k: sum(1 for w in wins if k in w) for k in alive}
@@ -589,7 +613,9 @@ def select_candidate(scores, rng):
 
 
 def pareto_front(scores):
-    """The set of candidates kept by select_candidate (for display and tests)."""
+    """The set of candidates kept by select_candidate (for display and tests): the survivors of _pareto,
+    as a sorted list of candidate indices.
+    """
     return sorted(_pareto(scores)[0])
 
 
@@ -693,6 +719,11 @@ def gepa(seed, dfeedback, dpareto, rng, budget=400, minibatch=3, select="pareto"
 
 
 def softmax(xs):
+    """Probabilities from logits: a new list whose i-th entry is exp(x_i - m) / sum_j exp(x_j - m), with m
+    the largest logit, in the order of xs. Subtracting m changes nothing mathematically (it cancels) but
+    keeps large logits such as 1000 from overflowing. The entries are positive and sum to 1; equal logits
+    give 1/n each; a single logit gives [1.0]. xs (a non-empty list of floats) is not changed.
+    """
     m = max(xs)
     es = [math.exp(x - m) for x in xs]
     z = sum(es)
@@ -831,7 +862,11 @@ class PPOSample:
 
 
 def clip_flows(A, ratio, eps):
-    """Does the clipped objective min(r A, clip(r) A) pass gradient at this ratio?"""
+    """Does the clipped objective min(r A, clip(r) A) pass gradient at this ratio?
+
+    A bool: for A > 0, ratio < 1 + eps; for A < 0, ratio > 1 - eps; for A == 0, False. A ratio exactly
+    at the bound is held by the clip (False).
+    """
     return (ratio < 1 + eps) if A > 0 else ((ratio > 1 - eps) if A < 0 else False)
 
 
@@ -858,6 +893,14 @@ def ppo_objective(policy, samples, clip=0.2):
 
 
 def ppo_grad(policy, samples, clip=0.2):
+    """The gradient of ppo_objective with respect to the logits: a new table shaped like zeros_like(policy).
+
+    For every sample sm (a PPOSample) and every position t, with v = sm.seq[t], the ratio is
+    r = exp(policy.logp_tok(sm.s, t, v) - sm.logp_old[t]). If clip_flows(sm.A[t], r, clip), the token adds
+    add_score(g, policy, sm.s, t, v, sm.A[t] * r / n), where n = len(samples) * len(samples[0].seq) is the
+    number of tokens (every sample is as long as the first); a token the clip holds adds nothing. So
+    tokens held by the clip still count in n. Neither the policy nor the samples are changed.
+    """
     g = zeros_like(policy)
     n = len(samples) * len(samples[0].seq)
     for sm in samples:
@@ -919,6 +962,10 @@ class Group:
 def group_advantages(rewards, std_norm=True, eps=1e-6):
     """Subtract the group mean. If std_norm, divide by the group standard deviation (a z-score). A group with
     identical rewards has zero advantage for every response: no signal.
+
+    The standard deviation is the population one (the module's stdev, dividing by n, not n - 1). eps is the
+    threshold for "identical": when that standard deviation is below eps, every advantage is 0.0, with or
+    without std_norm. Returns a new list in the order of `rewards`, which is not changed.
     """
     mu = mean(rewards)
     sd = stdev(rewards)
@@ -939,7 +986,11 @@ def grpo_collect(policy, env, rng, cfg):
 
 
 def kl_k3(logp_ref, logp):
-    """The unbiased, never-negative KL estimator used by GRPO: rho - log rho - 1, rho = pi_ref/pi."""
+    """The unbiased, never-negative KL estimator used by GRPO: rho - log rho - 1, rho = pi_ref/pi.
+
+    The arguments are log-probabilities, the reference's first: rho = exp(logp_ref - logp). It is 0 when
+    they agree and positive otherwise; its mean under pi is KL(pi || pi_ref).
+    """
     rho = math.exp(logp_ref - logp)
     return rho - math.log(rho) - 1.0
 
@@ -995,7 +1046,12 @@ def grpo_train(policy, env, rng, iters=60, cfg=GRPOConfig()):
 
 
 def sft_grad(policy, data):
-    """Gradient of the mean token log-likelihood of the data (cross-entropy, negated)."""
+    """Gradient of the mean token log-likelihood of the data (cross-entropy, negated).
+
+    data: [(state, response tokens), ...]. For every pair and every position t of its response,
+    add_score(g, policy, state, t, seq[t], 1 / (len(data) * len(seq))). Returns a new table shaped like
+    zeros_like(policy); neither argument is changed.
+    """
     g = zeros_like(policy)
     for s, seq in data:
         for t, v in enumerate(seq):
@@ -1009,7 +1065,12 @@ def sft_train(policy, data, epochs=100, lr=1.0):
 
 
 def filter_rollouts(rollouts, min_reward=1.0):
-    """Rejection sampling: keep (state, response) pairs whose reward passes."""
+    """Rejection sampling: keep (state, response) pairs whose reward passes.
+
+    rollouts: [(state, response, reward), ...]. Returns the (state, response) of every rollout with
+    reward >= min_reward, in their order (a response that passes twice is kept twice); the reward is
+    dropped.
+    """
     return [(s, seq) for s, seq, R in rollouts if R >= min_reward]
 
 
@@ -1034,7 +1095,11 @@ def on_policy_distill_grad(student, teacher, samples, weights=None):
 
 
 def exact_kl(p, q):
-    """KL(p || q) for two probability lists."""
+    """KL(p || q) for two probability lists.
+
+    The sum over i of p_i * ln(p_i / q_i) (natural logarithm), skipping the terms where p_i == 0 (0 ln 0
+    counts as 0). The order matters: exact_kl(q, p) is KL(q || p).
+    """
     return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0)
 
 
@@ -1162,6 +1227,15 @@ def self_modify(parent, rng, new_id, p_break=0.15):
 
 
 def choose_parent(archive, rng, mode):
+    """The archive variant (an AgentVariant of `archive`) to expand next, by `mode`:
+
+    - "dgm": one draw rng.choices(archive, dgm_weights(archive))[0], with the default lam and alpha0;
+    - "greedy": the variant with the best score, the highest id among equal scores
+      (max by (score, id)); it draws no random numbers;
+    - "uniform": rng.choice(archive), one draw.
+
+    The rng must be left as exactly these calls leave it. Any other mode raises ValueError.
+    """
     if mode == "dgm":
         return rng.choices(archive, dgm_weights(archive))[0]
     if mode == "greedy":
@@ -1240,11 +1314,20 @@ def start_repo():
 
 
 def file_hash(text):
+    """The SHA-256 hex digest (64 lowercase hex characters) of `text` encoded as UTF-8:
+    hashlib.sha256(text.encode()).hexdigest().
+    """
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def guard_ok(files, locked):
-    """locked: {filename: sha256}. The guard passes only if every locked file is byte-identical."""
+    """locked: {filename: sha256}. The guard passes only if every locked file is byte-identical.
+
+    files: {filename: text}. Returns True when every filename of `locked` is in `files` and file_hash of its
+    text equals the locked digest; files that are not locked do not matter, and an empty lock set passes.
+    A locked file that is missing from `files` (deleted or renamed) fails the guard: False, not KeyError.
+    Neither argument is changed.
+    """
     # Not in the seed, which raised KeyError here: a missing locked file fails the guard (fail closed).
     return all(f in files and file_hash(files[f]) == h for f, h in locked.items())
 
@@ -1286,6 +1369,14 @@ class AutoResult:
 def autoresearch(iters, rng, proposer=honest_proposer, guard=True):
     """Keep-or-discard loop: propose an edit, run the (cheap) eval, keep only if the REPORTED loss improved
     and, when guard is on, the locked files are unchanged.
+
+    The files start as start_repo(); eval.py and program.md are locked (their file_hash at the start);
+    best starts as reported_loss of the start. Each step i = 1..iters calls proposer(files, rng) once,
+    with the files kept so far, for (candidate, what). With guard on, a candidate that fails guard_ok is
+    logged (i, what, None, "blocked: locked file changed") and counted as blocked. Otherwise
+    r = reported_loss(candidate); if r < best - 1e-12 the candidate is kept, (i, what, r, "keep"), else
+    (i, what, r, "discard"). Returns AutoResult(files kept, log, best reported loss, true_loss of the kept
+    train.py's parameters, number blocked).
     """
     files = start_repo()
     locked = {f: file_hash(files[f]) for f in ("eval.py", "program.md")}
@@ -1346,6 +1437,10 @@ class CostInputs:
 
 
 def call_cost(in_tok, out_tok, p_in, p_out):
+    """The dollar cost of one model call: in_tok input tokens at p_in dollars per million tokens plus
+    out_tok output tokens at p_out dollars per million, so (in_tok * p_in + out_tok * p_out) / 1e6.
+    For example call_cost(1500, 300, 3.0, 15.0) is 0.009.
+    """
     return (in_tok * p_in + out_tok * p_out) / 1e6
 
 
@@ -1390,6 +1485,11 @@ def plan_both(c):
 def breakeven_calls(a, b, error_cost=0.10):
     """Number of calls above which plan b (higher fixed cost, lower per-call cost) has a lower cost including
     errors than plan a. 0 if it already wins at zero calls, None if it never does.
+
+    a and b are plans as plan_none and the like give them (dicts with "fixed", "per_call" and "acc"). A
+    plan's effective cost per call is per_call + (1 - acc) * error_cost, with the error_cost argument
+    (not the inputs' own). None when b's effective cost per call is not lower than a's (equal
+    included); otherwise max(0.0, (b fixed - a fixed) / (a's effective cost - b's effective cost)).
     """
     ea = a["per_call"] + (1.0 - a["acc"]) * error_cost
     eb = b["per_call"] + (1.0 - b["acc"]) * error_cost
@@ -1407,7 +1507,11 @@ def options(c):
 
 
 def cheapest(c):
-    """The option with the lowest total cost including the cost of wrong answers."""
+    """The option with the lowest total cost including the cost of wrong answers.
+
+    Returns (name, opts): opts is options(c), {name: plan} with "none" and "prompt", and "weights" and
+    "both" when c.can_finetune; name is the key of opts with the lowest "total_with_errors".
+    """
     opts = options(c)
     return min(opts, key=lambda k: opts[k]["total_with_errors"]), opts
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.handout import FOLDER, HANDOUT_ZIP, handout_leaks, write_handout
+from grader.handout import FOLDER, HANDOUT_ZIP, PLUGIN_ENTRY_POINT, handout_leaks, write_handout
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER
 
@@ -38,6 +38,7 @@ def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
     runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
+    expected |= {"tests/exercises.json", *PLUGIN_ENTRY_POINT}
     assert set(files) == expected | visible | runner
     assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()
     assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]

@@ -1,0 +1,212 @@
+"""The grader's verdict on a local run: what a student sees at the end of `python -m pytest`.
+
+At the end of every run of the suites, a table with one row per exercise that ran: its visible checks
+passed of total, the visible points they earn (each check of an exercise is worth the same share of
+its points, hidden checks included, exactly as `grader grade` scores them), how many hidden checks it
+has (they run only when graded) and a state: not started, failing, passing or timed out. A test that
+fails only because its function still raises the stub's NotImplementedError is reported as "not
+started", without a traceback.
+
+The exercises (ids, titles, functions, points, how many visible and hidden checks) come from the
+manifest and inventory in the kit, and from `tests/exercises.json` in the student handout (written by
+`grader package`: nothing secret, only counts).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdict table needs
+NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
+NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
+SEPARATOR = " | "
+_IMPLEMENT = re.compile(r"implement (\w+)")
+_DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
+
+
+@dataclass(frozen=True)
+class ExerciseInfo:
+    """What the local verdict knows about an exercise: no hidden test's name, code or input."""
+
+    id: int
+    title: str
+    functions: tuple[str, ...]
+    points: float
+    visible: int  # checks in tests/visible
+    hidden: int  # checks in tests/hidden (run only when graded)
+
+    @property
+    def share(self) -> float:
+        """The points one check earns: every check of an exercise, visible or hidden, earns the same."""
+        return self.points / (self.visible + self.hidden) if self.visible + self.hidden else 0.0
+
+
+def exercises_data(manifest, inventory: dict) -> list[dict]:
+    """The content of tests/exercises.json for a manifest and inventory (also what the kit computes)."""
+    counts: dict[tuple[int, str], int] = {}
+    for test in inventory["tests"]:
+        key = (test["exercise"], test["suite"])
+        counts[key] = counts.get(key, 0) + 1
+    return [
+        {
+            "id": e.id,
+            "title": e.title,
+            "functions": list(e.functions),
+            "points": e.points,
+            "visible": counts.get((e.id, "visible"), 0),
+            "hidden": counts.get((e.id, "hidden"), 0),
+        }
+        for e in manifest.exercises
+    ]
+
+
+def load_exercises(root: Path) -> list[ExerciseInfo]:
+    """The exercises of the kit or handout at `root`; empty when neither describes them."""
+    path = root / EXERCISES_FILE
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))["exercises"]
+    else:
+        data = _kit_data(root)
+    return [
+        ExerciseInfo(d["id"], d["title"], tuple(d["functions"]), d["points"], d["visible"], d["hidden"])
+        for d in data
+    ]
+
+
+def _kit_data(root: Path) -> list[dict]:
+    from grader.layout import MANIFEST, REFERENCE
+
+    if not ((root / MANIFEST).is_file() and (root / REFERENCE).is_file()):
+        return []
+    try:
+        from grader.inventory import load_inventory
+        from grader.manifest import load_manifest
+        from grader.reference import read_reference
+
+        manifest = load_manifest(root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()))
+        return exercises_data(manifest, load_inventory(root))
+    except Exception:  # noqa: BLE001 - a kit being edited: the run goes on without a verdict table
+        return []
+
+
+@dataclass
+class Outcome:
+    """One suite test's outcome in this run."""
+
+    exercise: int
+    suite: str
+    state: str  # passed, failed, not started, timed out
+    message: str = ""
+
+
+@dataclass
+class Verdict:
+    """The outcomes of a run, by test; rendered as the table at the end of the run."""
+
+    exercises: list[ExerciseInfo]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    def record(self, nodeid: str, exercise: int, suite: str, state: str, message: str = "") -> None:
+        """Record a test's outcome; a failure in any phase (setup, call, teardown) wins over a pass."""
+        known = self.outcomes.get(nodeid)
+        if known is None or known.state == "passed":
+            self.outcomes[nodeid] = Outcome(exercise, suite, state, message)
+
+    def rows(self) -> list[dict]:
+        """One row per exercise that had a test in this run, in manifest order."""
+        rows = []
+        for exercise in self.exercises:
+            mine = [o for o in self.outcomes.values() if o.exercise == exercise.id]
+            if not mine:
+                continue
+            visible = [o for o in mine if o.suite == "visible"]
+            passed = sum(o.state == "passed" for o in visible)
+            hidden = [o for o in mine if o.suite == "hidden"]
+            rows.append({
+                "id": exercise.id,
+                "title": exercise.title,
+                "passed": passed,
+                "total": len(visible),
+                "score": round(exercise.share * passed, 6),
+                "max_score": round(exercise.share * len(visible), 6),
+                "hidden": exercise.hidden,
+                "hidden_passed": sum(o.state == "passed" for o in hidden) if hidden else None,
+                "state": _state(mine),
+                "to_implement": _to_implement(mine, exercise),
+                "timed_out": sorted({m.group(1) for o in mine for m in _DID_NOT_RETURN.finditer(o.message)}),
+            })  # fmt: skip
+        return rows
+
+    def lines(self) -> list[str]:
+        """The table, and what it means."""
+        rows = self.rows()
+        if not rows:
+            return []
+        table = [("exercise", "visible checks", "visible points", "hidden checks", "state")]
+        for row in rows:
+            hidden = (
+                f"{row['hidden_passed']}/{row['hidden']}" if row["hidden_passed"] is not None
+                else f"{row['hidden']} when graded"
+            )  # fmt: skip
+            state = row["state"]
+            if state == NOT_STARTED and row["to_implement"]:
+                state += ": implement " + ", ".join(row["to_implement"])
+            elif state == TIMED_OUT and row["timed_out"]:
+                state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
+            table.append((
+                f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
+                f"{_num(row['score'])}/{_num(row['max_score'])}", hidden, state,
+            ))  # fmt: skip
+        earned = sum(r["score"] for r in rows)
+        possible = sum(r["max_score"] for r in rows)
+        hidden_total = sum(r["hidden"] for r in rows)
+        table.append(("total", f"{sum(r['passed'] for r in rows)}/{sum(r['total'] for r in rows)}",
+                      f"{_num(earned)}/{_num(possible)}", "", ""))  # fmt: skip
+        widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]
+        out = [
+            SEPARATOR.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in table
+        ]
+        if hidden_total and all(r["hidden_passed"] is None for r in rows):
+            out.append(
+                f"Visible points only: the {hidden_total} hidden checks of these exercises run only when "
+                "your submission is graded, and earn the rest of their points."
+            )
+        if len(rows) < len(self.exercises):
+            out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")
+        return out
+
+
+def classify(excinfo) -> tuple[str, str]:
+    """(state, message) of a failed test's exception: not started, timed out or failed."""
+    if excinfo is None:
+        return "failed", ""
+    text = excinfo.exconly().removeprefix("grader.protocol.")
+    name = excinfo.type.__name__
+    if name == "NotImplementedError":
+        return NOT_STARTED, text
+    if name == "CallTimedOut":
+        return (NOT_CALLED if "timed out earlier" in text else TIMED_OUT), text
+    return "failed", text
+
+
+def _state(outcomes: list[Outcome]) -> str:
+    states = {o.state for o in outcomes}
+    if states & {TIMED_OUT, NOT_CALLED}:
+        return TIMED_OUT
+    if states == {NOT_STARTED}:
+        return NOT_STARTED
+    if states == {"passed"}:
+        return PASSING
+    return FAILING
+
+
+def _to_implement(outcomes: list[Outcome], exercise: ExerciseInfo) -> list[str]:
+    named = {m.group(1) for o in outcomes if o.state == NOT_STARTED for m in _IMPLEMENT.finditer(o.message)}
+    return [f for f in exercise.functions if f in named]
+
+
+def _num(x: float) -> str:
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"

@@ -1,0 +1,271 @@
+"""The student's local loop (issue 13), run as a student runs it: the handout unpacked into a folder and
+`python -m pytest` there (or from outside it), with only the handout's own files.
+
+- one command from anywhere: `--submission PATH`, `--submission=PATH`, a path outside the folder, and
+  from another folder; a path that does not exist is one usage line and exit 4;
+- the grader's verdict at the end of every run: one row per exercise, the same numbers as the visible
+  entries of `grader grade`'s results.json for the same file;
+- not-started exercises without a traceback per test;
+- intake's notes (a syntax error, what it costs) at the top, as `grader grade` notes them;
+- what the submission printed under its failing test (and with -s), and in grader grade's log;
+- an endless loop costs one timeout per exercise, locally as in grading.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.expect import call, expect_close
+from grader.grading import grade, kit_manifest
+from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
+from grader.intake import read_submission
+from grader.local import EXERCISES_FILE, SEPARATOR, Verdict, load_exercises
+
+KIT = Path(__file__).resolve().parents[2]
+REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
+STUBS = KIT / "student" / "optimization_toolkit.py"
+BEN = KIT / "examples" / "submissions" / "ben_partial.py"
+HEAD = "def group_advantages(rewards, std_norm=True, eps=1e-6):\n"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """The handout, unpacked where a student would put it."""
+    tmp = tmp_path_factory.mktemp("local")
+    zip_path = write_handout(KIT, tmp / HANDOUT_ZIP)
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp / "lab")
+    return tmp / "lab" / FOLDER
+
+
+def student_run(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m pytest ARGS` in `cwd`, as a student types it (the kit's Python: pytest and hypothesis)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def verdict(output: str) -> dict[int, list[str]]:
+    """The verdict table's rows by exercise id: [title, visible checks, visible points, hidden, state]."""
+    section = output.split("optlab: your verdict", 1)[1]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.split(SEPARATOR.strip())]
+        if len(cells) == 5 and (m := re.fullmatch(r"(\d+) (.+)", cells[0])):
+            rows[int(m.group(1))] = [m.group(2), *cells[1:]]
+    return rows
+
+
+def with_body(source: str, body: str) -> str:
+    """`source` with `body` put first into group_advantages (exercise 12)."""
+    assert HEAD in source
+    return source.replace(HEAD, HEAD + body, 1)
+
+
+# -- one command, from anywhere --------------------------------------------------------------------
+
+
+def test_submission_with_a_space_an_equals_sign_outside_the_folder_and_from_another_folder(folder, tmp_path):
+    other = tmp_path / "mine" / "other.py"
+    other.parent.mkdir()
+    other.write_bytes(STUBS.read_bytes())
+    runs = {
+        "space": student_run(folder, "--submission", str(other)),
+        "equals": student_run(folder, f"--submission={other}"),
+        "relative, outside": student_run(folder, "--submission", os.path.relpath(other, folder)),
+        "from another folder": student_run(tmp_path, str(folder), f"--submission={other}"),
+        "default": student_run(folder),
+    }
+    for how, run in runs.items():
+        assert run.returncode == 1, (how, run.stdout[-2000:], run.stderr[-2000:])
+        assert "134 not started" in run.stdout, (how, run.stdout[-1000:])
+        assert len(verdict(run.stdout)) == 20, how
+    assert f"testing {other}" in runs["space"].stdout
+
+
+def test_a_submission_that_does_not_exist_is_one_usage_line(folder):
+    run = student_run(folder, "--submission", "nowhere/other.py")
+    assert run.returncode == 4
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert lines == ["ERROR: nowhere/other.py: no such file or folder (give a .py file, a folder or a .zip)"]
+
+
+def test_a_submission_intake_cannot_read_is_one_usage_line_in_grader_grades_words(folder, tmp_path):
+    notebook, empty = tmp_path / "lab.ipynb", tmp_path / "empty"
+    notebook.write_text('{"cells": []}')
+    empty.mkdir()
+    for path in (notebook, empty):
+        message = grade(KIT, path, tmp_path / "results.json").document["extra_data"]["ungraded"]
+        run = student_run(folder, "--submission", str(path))
+        assert run.returncode == 4
+        assert (run.stdout + run.stderr).strip().splitlines() == [f"ERROR: {message}"]
+
+
+# -- the verdict -----------------------------------------------------------------------------------
+
+
+def test_the_stubs_end_with_one_line_per_exercise_and_no_traceback(folder):
+    run = student_run(folder)
+    rows = verdict(run.stdout)
+    assert sorted(rows) == list(range(1, 21))
+    assert all(row[4].startswith("not started: implement ") for row in rows.values())
+    assert rows[11][4] == "not started: implement clip_flows, ppo_grad"
+    assert "Traceback" not in run.stdout and "NotImplementedError" not in run.stdout
+    assert len(run.stdout.splitlines()) < 80  # was 2,647 lines
+    visible = {e.id: e.visible for e in load_exercises(KIT)}
+    assert {i: row[1] for i, row in rows.items()} == {i: f"0/{n}" for i, n in visible.items()}
+
+
+def test_the_reference_passes_every_visible_check_and_earns_every_visible_point(folder):
+    run = student_run(folder, f"--submission={REFERENCE}")
+    assert run.returncode == 0, run.stdout[-3000:]
+    rows = verdict(run.stdout)
+    assert len(rows) == 20 and all(row[4] == "passing" for row in rows.values())
+    assert all(row[1].split("/")[0] == row[1].split("/")[1] for row in rows.values())
+
+
+def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
+    """The rows of a partial submission: as the visible entries of grader grade's results.json."""
+    exercises = [5, 6, 8, 12]
+    graded = grade(KIT, BEN, tmp_path / "results.json", exercises=exercises)
+    entries = {
+        t["extra_data"]["exercise"]: t
+        for t in graded.document["tests"]
+        if t["extra_data"]["suite"] == "visible"
+    }
+    paths = sorted(
+        str(p.relative_to(folder)) for e in exercises for p in folder.glob(f"tests/visible/test_ex{e:02d}_*")
+    )
+    rows = verdict(student_run(folder, *paths, f"--submission={BEN}").stdout)
+    assert sorted(rows) == exercises
+    states = set()
+    for exercise, entry in entries.items():
+        title, checks, points, hidden, state = rows[exercise]
+        states.add(state.split(":")[0])
+        data = entry["extra_data"]
+        assert checks == f"{data['passed']}/{data['total']}", exercise
+        earned, possible = (float(x) for x in points.split("/"))
+        assert (earned, possible) == (round(entry["score"], 2), round(entry["max_score"], 2)), exercise
+        hidden_entry = next(
+            t for t in graded.document["tests"]
+            if t["extra_data"]["exercise"] == exercise and t["extra_data"]["suite"] == "hidden"
+        )  # fmt: skip
+        assert hidden == f"{hidden_entry['extra_data']['total']} when graded"
+        assert title == kit_manifest(KIT).by_id(exercise).title
+    assert {"passing", "not started"} <= states  # the sample covers both
+
+
+def test_the_verdict_counts_a_test_once_and_a_failure_in_any_phase():
+    exercises = load_exercises(KIT)
+    verdict_ = Verdict(exercises)
+    verdict_.record("a", 8, "visible", "passed")
+    verdict_.record("a", 8, "visible", "failed")  # its teardown failed: the test failed
+    verdict_.record("b", 8, "visible", "passed")
+    verdict_.record("b", 8, "visible", "passed")
+    [row] = verdict_.rows()
+    eight = next(e for e in exercises if e.id == 8)
+    assert (row["passed"], row["total"], row["state"]) == (1, 2, "failing")
+    assert row["score"] == round(eight.points / (eight.visible + eight.hidden), 6)
+
+
+def test_the_handout_describes_the_exercises_as_the_kit_does(folder):
+    assert (folder / EXERCISES_FILE).is_file()
+    assert load_exercises(folder) == load_exercises(KIT)
+    text = (folder / EXERCISES_FILE).read_text()
+    assert "test_" not in text  # counts, never a hidden test's name
+
+
+# -- intake's notes --------------------------------------------------------------------------------
+
+
+def test_a_syntax_error_is_noted_at_the_top_as_grader_grade_notes_it(folder, tmp_path):
+    broken = tmp_path / "optimization_toolkit.py"
+    broken.write_text(REFERENCE.read_text().replace(HEAD, HEAD.rstrip(":\n") + "\n", 1))
+    notes = read_submission(broken).notes
+    assert any("group_advantages" in note and "syntax error" in note for note in notes)
+    run = student_run(folder, f"--submission={broken}")
+    head = run.stdout.split("collected", 1)[0]
+    for note in notes:
+        assert f"optlab: {note}" in head
+    assert "AttributeError" not in run.stdout
+    assert "group_advantages() could not be graded: it has a syntax error (line" in run.stdout
+    rows = verdict(run.stdout)
+    assert rows[12][4] == "failing" and rows[12][1] == "0/7"
+    assert {row[4] for i, row in rows.items() if i != 12} == {"passing"}
+
+
+# -- prints ----------------------------------------------------------------------------------------
+
+
+def test_what_a_function_printed_shows_under_its_failing_test_and_in_the_graders_log(folder, tmp_path):
+    printing = tmp_path / "optimization_toolkit.py"
+    printing.write_text(
+        with_body(REFERENCE.read_text(), "    print('rewards seen:', rewards)\n    return [9.0]\n")
+    )
+    test = "tests/visible/test_ex12_group_advantages.py"
+    run = student_run(folder, test, f"--submission={printing}")
+    assert "Captured stdout call" in run.stdout
+    assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in run.stdout
+    shown = student_run(folder, test, "-s", f"--submission={printing}")
+    assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in shown.stdout
+    graded = grade(KIT, printing, tmp_path / "results.json", exercises=[12])
+    assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in graded.printed
+    assert "rewards seen" not in json.dumps(graded.document)
+
+
+# -- an endless loop -------------------------------------------------------------------------------
+
+
+def test_an_endless_loop_costs_one_timeout_per_exercise(folder, tmp_path):
+    looping = tmp_path / "optimization_toolkit.py"
+    looping.write_text(with_body(STUBS.read_text(), "    while True:\n        pass\n"))
+    started = time.monotonic()
+    run = student_run(folder, "tests/visible/test_ex12_group_advantages.py", f"--submission={looping}",
+                      "--call-timeout=1")  # fmt: skip
+    took = time.monotonic() - started
+    assert run.stdout.count("did not return") == 1, run.stdout[-3000:]
+    assert "1 failed, 6 not called" in run.stdout
+    assert verdict(run.stdout)[12][4] == "timed out: group_advantages()"
+    assert took < 30  # one timeout of 1 s CPU (at most 4 s wall), not seven
+
+
+# -- the spec in the stubs -------------------------------------------------------------------------
+
+
+def test_every_exercise_function_has_a_docstring_in_the_reference_and_the_stubs():
+    functions = set(kit_manifest(KIT).functions)
+    for path in (REFERENCE, STUBS):
+        tree = ast.parse(path.read_text())
+        missing = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name in functions and not ast.get_docstring(node)
+        ]
+        assert missing == [], f"{path.relative_to(KIT)}: no docstring for {missing}"
+
+
+# -- messages --------------------------------------------------------------------------------------
+
+
+def test_a_near_miss_names_the_tolerance_it_missed():
+    with pytest.raises(AssertionError) as caught:
+        expect_close(-0.9999990000010001, -1.0, "f()", abs=1e-9)
+    assert "tolerance" in str(caught.value) and "1e-09" in str(caught.value)
+
+
+def test_a_seeded_rng_reads_as_code_in_a_call():
+    what = call("choose_parent", [1], "random.Random(1)", "greedy")
+    assert what == "choose_parent([1], random.Random(1), 'greedy')"
+    assert call("f", "random.Random(seed)") == "f(random.Random(seed))"
+    assert call("f", "random") == "f('random')"
