@@ -331,3 +331,33 @@ def test_sysv_ipc_of_a_worker_without_namespaces_is_removed(ref, layers_off):
     finally:
         student.close()
     assert int(made) not in sysv_shm_ids()
+
+
+@pytest.mark.parametrize("off", ["", "landlock,namespaces"], ids=["every-layer", "uid-and-rlimits-only"])
+def test_a_worker_cannot_lift_its_own_limits(ref, layers_off, off):
+    """With the hook off, the worker tries to raise each hard limit back (more memory, CPU, processes,
+    file size): the kernel refuses every one, and a thread still cannot start."""
+    layers_off(*[name for name in off.split(",") if name])
+    attack = (
+        "import resource, threading\n"
+        "lifted = []\n"
+        "for name in ('RLIMIT_AS', 'RLIMIT_CPU', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE'):\n"
+        "    which = getattr(resource, name)\n"
+        "    soft, hard = resource.getrlimit(which)\n"
+        "    try:\n"
+        "        resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
+        "        lifted.append(name)\n"
+        "    except (ValueError, OSError):\n"
+        "        pass\n"
+        "try:\n"
+        "    threading.Thread(target=print).start()\n"
+        "    lifted.append('a thread')\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "return lifted"
+    )
+    student, _ = open_student(ref, attack)
+    try:
+        assert student.softmax([0.0]) == []
+    finally:
+        student.close()
