@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from grader import __version__
 from grader.grading import SUBMISSION_SECONDS
@@ -38,6 +38,9 @@ from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
 from grader.sandbox import proc_stat
 from grader.scoring import points_text
+
+if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
+    from rich.progress import Progress as RichProgress
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 MODULE_FILE = "optimization_toolkit.py"
@@ -474,7 +477,7 @@ class BarProgress:
         self.failed = 0
         self.count = 0
         self.total = 0
-        self._bar = None
+        self._bar: RichProgress | None = None
 
     def start(self, total: int) -> None:
         self.total = total
