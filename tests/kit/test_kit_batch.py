@@ -40,9 +40,9 @@ from grader.roster import (
     scan_source,
 )
 from grader.similarity import exercise_code
+from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text(encoding="utf-8")
 STUB = (KIT / "student" / "optimization_toolkit.py").read_text(encoding="utf-8")
 SELECTION = ["--exercise", "8", "--exercise", "12"]
