@@ -94,10 +94,10 @@ class Student:
         exercise = self._exercise_of.get(name)
         if exercise in self._timed_out:
             raise CallTimedOut(f"not called: exercise {exercise} timed out earlier in this run")
+        assert self.link is not None, "the submission is called before its link is set"
         self._open_call = name
         self.last_changed = []
         request = {"op": "call", "function": name, "reference": self._answered(name)}
-        assert self.link is not None, "the submission is called before its link is set"
         try:
             return place_call(
                 self._codec, self.link, request, args, kwargs, self._writable(name), self.last_changed
