@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 # Events refused outright, matched by name or by the prefix before the first dot.
 REFUSED_EVENTS = frozenset({
@@ -82,7 +83,7 @@ class Confinement:
         elif event in READ_EVENTS and args:
             self._check_path(args[0] if args[0] is not None else ".", writing=False)
 
-    def _check_path(self, path: object, writing: bool) -> None:
+    def _check_path(self, path: Any, writing: bool) -> None:  # what the audited call was given
         if isinstance(path, int) or path is None:
             return
         real = os.path.realpath(os.fsdecode(path))

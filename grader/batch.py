@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from grader import __version__
 from grader.grading import SUBMISSION_SECONDS
@@ -39,15 +39,22 @@ from grader.roster import Entry, content_hash
 from grader.sandbox import proc_stat
 from grader.scoring import points_text
 
+if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
+    from rich.progress import Progress as RichProgress
+
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 MODULE_FILE = "optimization_toolkit.py"
 POLL_SECONDS = 0.05
 LOG_BYTES = 256 * 1024
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
 
-COMPLETED, UNGRADED, TIMED_OUT, CRASHED = "completed", "ungraded", "timed out", "crashed"
-INTERRUPTED = "interrupted"  # not graded: the batch was stopped first
-KEPT = (COMPLETED, UNGRADED)  # outcomes a later run keeps; the others are tried again
+Status = Literal["completed", "ungraded", "timed out", "crashed", "interrupted"]
+COMPLETED: Final = "completed"
+UNGRADED: Final = "ungraded"  # no module to grade
+TIMED_OUT: Final = "timed out"
+CRASHED: Final = "crashed"
+INTERRUPTED: Final = "interrupted"  # not graded: the batch was stopped first
+KEPT: tuple[Status, ...] = (COMPLETED, UNGRADED)  # outcomes a later run keeps; the others are tried again
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ class Outcome:
     """How grading one submission went."""
 
     entry: Entry
-    status: str  # completed, ungraded (no module to grade), timed out, crashed
+    status: Status
     reason: str  # why, for every status but completed
     document: dict  # its results.json
     seconds: float  # wall-clock time of its child
@@ -370,6 +377,7 @@ def _finish(job: _Job, options: BatchOptions) -> Outcome:
     _kill(job)  # what a stopped child left behind (a worker whose pytest was killed before it closed it)
     _cap_log(job.folder / "grade.log")
     document = _read_results(job.new_results) if job.process.returncode == 0 and not job.timed_out else None
+    status: Status
     if document is not None:
         os.replace(job.new_results, job.folder / "results.json")
         ungraded = document.get("extra_data", {}).get("ungraded")
@@ -474,7 +482,7 @@ class BarProgress:
         self.failed = 0
         self.count = 0
         self.total = 0
-        self._bar = None
+        self._bar: RichProgress | None = None
 
     def start(self, total: int) -> None:
         self.total = total

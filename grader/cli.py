@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     # --root is accepted before or after the subcommand
     root_option = argparse.ArgumentParser(add_help=False)
     root_option.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=_ROOT_HELP)
+    # grade and batch: the same per-call limit and choice of exercises
+    grading_options = argparse.ArgumentParser(add_help=False)
+    grading_options.add_argument(
+        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
+    )
+    grading_options.add_argument(
+        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
+    )
     parser = argparse.ArgumentParser(prog=PROG, description="Build, check and grade the optimization lab.")
     parser.add_argument("--root", type=Path, default=None, help=_ROOT_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -73,15 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate_command.set_defaults(run=_run_validate)
 
     summary = "grade one submission (a .py file, a folder or a .zip) into Gradescope's results.json"
-    grade_command = commands.add_parser("grade", help=summary, description=summary, parents=[root_option])
+    grade_command = commands.add_parser(
+        "grade", help=summary, description=summary, parents=[root_option, grading_options]
+    )
     grade_command.add_argument("submission", type=Path, metavar="SUBMISSION")
     grade_command.add_argument("-o", "--output", type=Path, default=Path("results.json"), metavar="RESULTS")
-    grade_command.add_argument(
-        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
-    )
-    grade_command.add_argument(
-        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
-    )
     grade_command.add_argument(
         "--run-timeout", type=float, default=RUN_SECONDS, metavar="S",
         help=f"wall-clock seconds for the whole test run (default {RUN_SECONDS:g})",
@@ -92,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         "grade every submission of a folder or a Gradescope export zip, in parallel, into grades.csv, "
         "each one's results.json and an item-analysis report"
     )
-    batch_command = commands.add_parser("batch", help=summary, description=summary, parents=[root_option])
+    batch_command = commands.add_parser(
+        "batch", help=summary, description=summary, parents=[root_option, grading_options]
+    )
     batch_command.add_argument("source", type=Path, metavar="SOURCE")
     batch_command.add_argument(
         "-j", "--jobs", type=int, default=None, metavar="N", help="submissions at once (default: CPUs)"
@@ -104,15 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="list whose grade changes against this earlier grades.csv (default: the one being replaced)",
     )  # fmt: skip
     batch_command.add_argument(
-        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
-    )
-    batch_command.add_argument(
         "--timeout", type=float, default=SUBMISSION_SECONDS, metavar="S",
         help=f"wall-clock seconds per submission (default {SUBMISSION_SECONDS:g})",
     )  # fmt: skip
-    batch_command.add_argument(
-        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
-    )
     batch_command.set_defaults(run=_run_batch)
 
     summary = (

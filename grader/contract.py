@@ -21,7 +21,10 @@ import ast
 import builtins
 import types
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef  # a def of the lab (a function or a method)
 
 # Methods known to leave their receiver unchanged (str, bytes, list, tuple, dict, set, number methods).
 _PURE_METHODS = frozenset(
@@ -70,10 +73,12 @@ def derive_contract(source: str, exercise_of: Mapping[str, int]) -> dict:
 
 def module_contract(module: types.ModuleType, exercise_of: Mapping[str, int]) -> dict:
     """The contract of a loaded reference module (when no stored one is at hand: the kit's own tests)."""
+    if module.__file__ is None:
+        raise ValueError(f"{module.__name__} has no source file to derive a contract from")
     return derive_contract(Path(module.__file__).read_text(encoding="utf-8"), exercise_of)
 
 
-def _parameters(node: ast.FunctionDef | ast.Lambda) -> list[tuple[str, int | None]]:
+def _parameters(node: _Function | ast.Lambda) -> list[tuple[str, int | None]]:
     positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     return [(p, i) for i, p in enumerate(positional)] + [(a.arg, None) for a in node.args.kwonlyargs]
 
@@ -82,8 +87,8 @@ class _Lab:
     """The reference module's functions and methods, and what each may call or mutate."""
 
     def __init__(self, tree: ast.Module):
-        self.functions: dict[str, ast.FunctionDef] = {}
-        self.classes: dict[str, dict[str, ast.FunctionDef]] = {}
+        self.functions: dict[str, _Function] = {}
+        self.classes: dict[str, dict[str, _Function]] = {}
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
@@ -91,7 +96,7 @@ class _Lab:
                 self.classes[node.name] = {
                     n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                 }
-        self.methods: dict[str, list[ast.FunctionDef]] = {}
+        self.methods: dict[str, list[_Function]] = {}
         for methods in self.classes.values():
             for name, method in methods.items():
                 self.methods.setdefault(name, []).append(method)
@@ -100,7 +105,7 @@ class _Lab:
 
     # -- the call graph -------------------------------------------------------------------------------
 
-    def callees(self, node: ast.AST) -> Iterable[tuple[str | None, ast.FunctionDef]]:
+    def callees(self, node: ast.AST) -> Iterable[tuple[str | None, _Function]]:
         """What `node`'s body may call: (module-level function name or None for a method, its node)."""
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
@@ -133,7 +138,7 @@ class _Lab:
 
     # -- mutations ------------------------------------------------------------------------------------
 
-    def mutated(self, node: ast.FunctionDef) -> frozenset[str]:
+    def mutated(self, node: _Function) -> frozenset[str]:
         """The parameters of `node` (a function or method: `self` included) that its body may change."""
         key = id(node)
         if key in self._mutated:
@@ -148,7 +153,7 @@ class _Lab:
         self._mutated[key] = result
         return result
 
-    def mutated_positions(self, target: ast.FunctionDef, offset: int) -> tuple[set[int], set[str]]:
+    def mutated_positions(self, target: _Function, offset: int) -> tuple[set[int], set[str]]:
         """The argument positions (shifted by `offset`: 1 for a bound method) and keywords that a call
         of `target` may mutate."""
         changed = self.mutated(target)
@@ -163,7 +168,7 @@ class _Mutations:
     be a fresh container that *holds* such parts (`holds`: a copy such as ``dict(files)``; changing the
     container leaves the parameter alone, changing one of its items does not)."""
 
-    def __init__(self, lab: _Lab, node: ast.FunctionDef):
+    def __init__(self, lab: _Lab, node: _Function):
         self.lab, self.node = lab, node
         self.alias: dict[str, set[str]] = {p: {p} for p, _ in _parameters(node)}
         for extra in (node.args.vararg, node.args.kwarg):
@@ -245,7 +250,7 @@ class _Mutations:
         """The parameters that an item or attribute of `expr` may be a part of."""
         return self.roots(expr) | self.held(expr)
 
-    def bind(self, target: ast.AST, roots: set[str], held: set[str] = frozenset()) -> None:
+    def bind(self, target: ast.AST, roots: set[str], held: AbstractSet[str] = frozenset()) -> None:
         for sub in ast.walk(target):
             if isinstance(sub, ast.Name):
                 if roots:
@@ -350,7 +355,7 @@ class _Mutations:
             return
         self.everything(call)
 
-    def through(self, call: ast.Call, targets: list[ast.FunctionDef], offset: int) -> None:
+    def through(self, call: ast.Call, targets: list[_Function], offset: int) -> None:
         """Arguments handed to lab functions: mutated where the parameter they land in is."""
         for target in targets:
             positions, names = self.lab.mutated_positions(target, offset)

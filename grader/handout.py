@@ -224,7 +224,7 @@ def _solution_leaks(root: Path, trees: dict[str, ast.Module]) -> list[str]:
     exercises = set(kit_manifest(root).functions)
     reference = ast.parse((root / REFERENCE).read_text(encoding="utf-8"))
     stubs = ast.parse((root / STUDENT).read_text(encoding="utf-8"))
-    public = set()
+    public: set[str] = set()
     for tree, exercise_part in ((reference, False), (stubs, True)):
         for node in tree.body:
             if (isinstance(node, ast.FunctionDef) and node.name in exercises) == exercise_part:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from grader.errors import KitError
 from grader.layout import MODULE
@@ -238,7 +238,7 @@ def _read_file(path: Path, name: str, wanted: str) -> bytes:
         raise IntakeError(f"could not read {_q(name)} ({error.strerror}): submit {wanted} again") from error
 
 
-def _read_capped(stream: BinaryIO, what: str, wanted: str) -> bytes:
+def _read_capped(stream: IO[bytes], what: str, wanted: str) -> bytes:
     """All of `stream`, refusing more than MAX_MEMBER_BYTES whatever a header claimed."""
     chunks: list[bytes] = []
     size = 0
@@ -547,7 +547,8 @@ class _Salvager:
 
     def _compile(self, text: str, first_line: int, incomplete: bool = False) -> _Problem | None:
         self.budget -= len(text)
-        flags = codeop.PyCF_ALLOW_INCOMPLETE_INPUT if incomplete else 0
+        # in codeop since Python 3.9, but not in its type stubs
+        flags = codeop.PyCF_ALLOW_INCOMPLETE_INPUT if incomplete else 0  # type: ignore[attr-defined]
         return _compile_problem(text, self.filename, first_line, flags)
 
 
@@ -584,6 +585,7 @@ def _assemble(lines: list[str], kept: Iterable[_Block]) -> str:
 def _broken(lines: list[str], kept: list[_Block], dropped: list[_Dropped]) -> dict[str, str]:
     """Dropped definitions by name, unless a later kept block defines the name again: as in Python, the
     last definition is the one that counts."""
+    events: list[tuple[int, str | None, _Problem | None]]
     events = [(block.start, _defined_name(lines, block), None) for block in kept]
     events += [(block.start, _defined_name(lines, block), problem) for block, problem in dropped]
     broken: dict[str, str] = {}

@@ -163,7 +163,8 @@ class UidLease:
             except BlockingIOError:
                 os.close(handle)
                 continue
-            self.uid, self._handle = uid, handle
+            self.uid = uid
+            self._handle: int | None = handle
             sweep_uid(uid)
             return
         raise IsolationError(

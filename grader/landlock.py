@@ -164,6 +164,8 @@ class Ruleset:
         self._fd = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), _attr_size(abi), 0)
         os.set_inheritable(self._fd, False)  # the kernel sets O_CLOEXEC already; say it, never pass it on
         libc = _libc()
+        if libc is None:  # unreachable: the ruleset's syscall above needs libc
+            raise OSError(errno.ENOSYS, "Landlock needs Linux")
         # Everything enforce() passes, made here: the child only calls.
         self._prctl, self._restrict = libc.prctl, libc.syscall
         self._nnp_args = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), *[ctypes.c_ulong(0)] * 3)

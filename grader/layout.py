@@ -8,13 +8,16 @@ grading reads). Each set imports only from itself (a kit test checks it).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
+
+Suite = Literal["visible", "hidden"]
 
 MODULE = "optimization_toolkit"  # the lab's module: what a submission is imported as
 MODULE_FILE = f"{MODULE}.py"
 MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions") / MODULE_FILE
 STUDENT = Path("student") / MODULE_FILE
-SUITES = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
+SUITES: tuple[Suite, ...] = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope
 
 # grader modules by where they ship (names without .py)

@@ -8,13 +8,14 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from grader.errors import LocatedError
 from grader.layout import MANIFEST
 from grader.reference import Reference
 
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]  # Gradescope's
+VISIBILITIES: tuple[Visibility, ...] = ("hidden", "after_due_date", "after_published", "visible")
 HIDDEN_OUTPUTS = ("property", "none", "full")
 
 _TOP_KEYS = ("defaults", "exercise")
@@ -36,7 +37,7 @@ class Exercise:
     part: str
     functions: tuple[str, ...]
     points: int | float
-    hidden_visibility: str
+    hidden_visibility: Visibility
     hidden_output: str
     visible_points: int | float | None = None  # the visible entry's share; None: by number of checks
 
@@ -297,7 +298,9 @@ def _exercise(
         part=table.text("part"),
         functions=table.names("functions"),
         points=points,
-        hidden_visibility=table.choice("hidden_visibility", VISIBILITIES, defaults["hidden_visibility"]),
+        hidden_visibility=cast(
+            Visibility, table.choice("hidden_visibility", VISIBILITIES, defaults["hidden_visibility"])
+        ),
         hidden_output=table.choice("hidden_output", HIDDEN_OUTPUTS, defaults["hidden_output"]),
         visible_points=visible_points,
     )

@@ -18,7 +18,7 @@ import builtins
 import traceback
 import types
 from collections.abc import Callable, Collection
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from grader.codec import Codec, update_in_place
 
@@ -31,14 +31,15 @@ class SubmissionError(Exception):
     """
 
 
-TIME_SCOPES = ("call", "exercise", "run")  # whose time ran out: the call's, its exercise's, the run's
+TimeScope = Literal["call", "exercise", "run"]  # whose time ran out: the call's, its exercise's, the run's
+TIME_SCOPES: tuple[TimeScope, ...] = ("call", "exercise", "run")
 
 
 class CallTimedOut(SubmissionError):
     """The call did not return in time; its worker was killed. `scope` says whose time ran out: only a
     "call" or "exercise" timeout is the exercise's own; "run" is the whole run's budget."""
 
-    def __init__(self, message: str, scope: str = "call"):
+    def __init__(self, message: str, scope: TimeScope = "call"):
         super().__init__(message)
         self.scope = scope
 

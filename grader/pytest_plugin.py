@@ -19,6 +19,7 @@ import tempfile
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -107,7 +108,7 @@ def _root(config: pytest.Config) -> Path:
     return root
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> str | list[str]:
     """Which module the run tests, and where its calls run."""
     where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
     try:
@@ -316,7 +317,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
-    props = dict(item.user_properties)
+    props: dict[str, Any] = dict(item.user_properties)  # what this plugin and the suites put there
     if "exercise" in props and (report.when == "call" or not report.passed):
         state, message = classify(call.excinfo) if not report.passed else ("passed", "")
         item.config.stash[_VERDICT].record(item.nodeid, props["exercise"], props["suite"], state, message)
@@ -348,7 +349,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def _inventory_entry(item: pytest.Item) -> dict:
-    props = dict(item.user_properties)
+    props: dict[str, Any] = dict(item.user_properties)  # what this plugin and the suites put there
     return {
         "nodeid": item.nodeid,
         "exercise": props["exercise"],

@@ -11,7 +11,7 @@ from grader.errors import LocatedError
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-class SourceError(LocatedError):
+class ModuleSourceError(LocatedError):
     """A Python module that cannot be read or does not parse."""
 
 
@@ -33,11 +33,11 @@ class Reference:
 
 
 def parse_reference(source: str, path: str) -> Reference:
-    """Parse `source`; a syntax error becomes a one-line SourceError naming `path` and the line."""
+    """Parse `source`; a syntax error becomes a one-line ModuleSourceError naming `path` and the line."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as error:
-        raise SourceError(path, error.lineno, f"syntax error: {error.msg}") from None
+        raise ModuleSourceError(path, error.lineno, f"syntax error: {error.msg}") from None
     return Reference(path, source, tree)
 
 
@@ -46,9 +46,9 @@ def read_reference(file: Path, path: str) -> Reference:
     try:
         source = file.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise SourceError(path, None, "no such file") from None
+        raise ModuleSourceError(path, None, "no such file") from None
     except UnicodeDecodeError as error:
-        raise SourceError(path, None, f"not UTF-8 ({error.reason} at byte {error.start})") from None
+        raise ModuleSourceError(path, None, f"not UTF-8 ({error.reason} at byte {error.start})") from None
     except OSError as error:
-        raise SourceError(path, None, f"cannot read: {error.strerror}") from None
+        raise ModuleSourceError(path, None, f"cannot read: {error.strerror}") from None
     return parse_reference(source, path)

@@ -17,6 +17,7 @@ Only submissions that were scored count; those that were not are listed with the
 from __future__ import annotations
 
 import base64
+import builtins
 import html
 import math
 import re
@@ -67,11 +68,11 @@ class CheckStats:
     passed: int
     separation: float | None  # point-biserial correlation of passing it with the total; None if undefined
 
-    @property
+    @builtins.property  # `property` is a field of this class
     def pass_rate(self) -> float:
         return self.passed / self.scored if self.scored else 0.0
 
-    @property
+    @builtins.property
     def flag(self) -> str:
         """Why the check is worth a look ("" if it is not)."""
         if self.scored and self.passed == self.scored:
@@ -180,7 +181,7 @@ def _percent(document: dict) -> float:
 
 
 def _exercise_stats(exercise: Exercise, documents: list[dict]) -> ExerciseStats:
-    shares, full, failures = [], 0, Counter()
+    shares, full, failures = [], 0, Counter[str]()
     for document in documents:
         item = next((i for i in document["extra_data"].get("exercises", []) if i["id"] == exercise.id), None)
         if item is None:

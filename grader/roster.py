@@ -31,7 +31,7 @@ _FIELDS = {"name", "email", "sid"}
 _KEY = re.compile(r"^(?P<indent> *)(?P<dash>- +)?(?P<key>:?[^\s:][^:]*?):(?:\s+(?P<value>.*))?$")
 
 
-class SourceError(KitError):
+class BatchSourceError(KitError):
     """A batch source that cannot be read (not a folder or zip, a broken zip, an unsafe export)."""
 
 
@@ -77,7 +77,7 @@ def scan_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> Ro
     elif source.is_file() and zipfile.is_zipfile(source):
         folder = unpack_export(source, scratch.resolve())
     else:
-        raise SourceError(f"{source}: not a folder of submissions or a Gradescope export zip")
+        raise BatchSourceError(f"{source}: not a folder of submissions or a Gradescope export zip")
     folder = _export_root(folder)
     names = read_metadata(folder / METADATA) if (folder / METADATA).is_file() else {}
     _check_export(source, folder, names)
@@ -111,18 +111,18 @@ _EXPORTED = re.compile(r"^submission_\d+$")  # how Gradescope's export names eac
 
 def _check_export(source: Path, folder: Path, names: dict) -> None:
     """A Gradescope export must say who made its submissions: its submission_metadata.yml present, and
-    naming some of its submission folders (else one SourceError line that says what to do)."""
+    naming some of its submission folders (else one BatchSourceError line that says what to do)."""
     inner = [p for p in folder.iterdir() if p.name not in SKIPPED and not p.name.startswith(".")]
     if len(inner) == 1 and inner[0].is_dir() and not (folder / METADATA).is_file():
         inside = [p for p in inner[0].iterdir() if p.is_dir() and _EXPORTED.match(p.name)]
         if inside:  # an export zip whose metadata is missing: its wrapper would be graded as one student
-            raise SourceError(
+            raise BatchSourceError(
                 f"{source}: a Gradescope export without {METADATA}: download it again "
                 "(Review Grades > Export Submissions), or give the folder of submissions itself"
             )
     exported = [p.name for p in inner if p.is_dir() and _EXPORTED.match(p.name)]
     if (folder / METADATA).is_file() and exported and not set(names) & set(exported):
-        raise SourceError(
+        raise BatchSourceError(
             f"{source}: its {METADATA} names none of its {len(exported)} submission folders (missing or "
             "malformed): download the export again"
         )
@@ -134,20 +134,20 @@ def unpack_export(archive: Path, into: Path) -> Path:
         with zipfile.ZipFile(archive) as zipped:
             members = zipped.infolist()
             if len(members) > MAX_EXPORT_MEMBERS:
-                raise SourceError(f"{archive}: more than {MAX_EXPORT_MEMBERS} files")
+                raise BatchSourceError(f"{archive}: more than {MAX_EXPORT_MEMBERS} files")
             if sum(m.file_size for m in members) > MAX_EXPORT_BYTES:
-                raise SourceError(f"{archive}: unpacks to more than {MAX_EXPORT_BYTES >> 30} GiB")
+                raise BatchSourceError(f"{archive}: unpacks to more than {MAX_EXPORT_BYTES >> 30} GiB")
             for member in members:
                 _unpack_member(zipped, member, into)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
-        raise SourceError(f"{archive}: not a readable zip ({error})") from None
+        raise BatchSourceError(f"{archive}: not a readable zip ({error})") from None
     return into
 
 
 def _unpack_member(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, into: Path) -> None:
     parts = PurePosixPath(member.filename.replace("\\", "/")).parts
     if not parts or member.filename.startswith("/") or ".." in parts or ":" in parts[0]:
-        raise SourceError(f"unsafe path in the export: {member.filename!r}")
+        raise BatchSourceError(f"unsafe path in the export: {member.filename!r}")
     if stat.S_ISLNK(member.external_attr >> 16):
         return
     target = into.joinpath(*parts)

@@ -42,7 +42,7 @@ from grader.protocol import failure_answer
 try:
     import resource
 except ImportError:  # not POSIX (Windows): no sandbox; a student's own run calls in-process
-    resource = None
+    resource = None  # type: ignore[assignment]  # the module or None: SANDBOX_AVAILABLE tells which
 SANDBOX_AVAILABLE = resource is not None
 
 

@@ -149,11 +149,17 @@ class _Body:
     def __init__(self, node: FunctionNode, lines: _Lines) -> None:
         self.lines = lines
         first = node.body[0]
-        has_docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        has_docstring = has_docstring and isinstance(first.value.value, str)
+        has_docstring = (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        )
         self.docstring = first if has_docstring else None
         self.statements = node.body[1:] if has_docstring else node.body
-        self.kept_line = first.end_lineno if self.docstring else _header_colon(node, lines)[0]
+        if self.docstring:  # ast.parse sets every statement's end_lineno
+            self.kept_line = first.end_lineno or first.lineno
+        else:
+            self.kept_line = _header_colon(node, lines)[0]
         self.last_line = _trailing_comments_end(node, lines)
 
     def holds(self, line: int) -> bool:

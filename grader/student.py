@@ -71,8 +71,9 @@ class Student:
     def close(self) -> None:
         """Close the submission's worker and, if one started, the reference's."""
         for link in (self.link, self.reference_link):
-            if hasattr(link, "close"):
-                link.close()
+            close = getattr(link, "close", None)  # a Link need not have one
+            if close is not None:
+                close()
 
     def __getattr__(self, name: str) -> Callable:
         # Only the lab's functions: a probe such as hypothesis's `_repr_pretty_` must not become a call.
@@ -93,6 +94,7 @@ class Student:
         exercise = self._exercise_of.get(name)
         if exercise in self._timed_out:
             raise CallTimedOut(f"not called: exercise {exercise} timed out earlier in this run")
+        assert self.link is not None, "the submission is called before its link is set"
         self._open_call = name
         self.last_changed = []
         request = {"op": "call", "function": name, "reference": self._answered(name)}
@@ -121,7 +123,7 @@ class Student:
                 return self.reference_link.send(request)
             return perform(self._codec, getattr(self._reference, name), message, None, writable)
         if op == "callback":
-            fn = self._codec.callbacks.get(message.get("handle"))
+            fn = self._codec.callbacks.get(message.get("handle", -1))  # handles are never negative
             if fn is not None:
                 return perform(self._codec, fn, message)
         return raise_answer(LookupError(f"the grader cannot serve {op!r} {message.get('function', '')}"))
@@ -211,6 +213,8 @@ class _ReferenceSandbox:
     calls whose arguments a submission chose."""
 
     def __init__(self, reference: types.ModuleType, limits: Limits | None):
+        if reference.__file__ is None:
+            raise ValueError(f"{reference.__name__} has no source file to run in a sandbox")
         self._source = Path(reference.__file__).read_text(encoding="utf-8")
         self._limits = limits
         self._sandbox: Sandbox | None = None

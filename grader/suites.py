@@ -14,9 +14,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from grader.errors import KitError
 from grader.layout import SUITES
+
+# pytest's outcomes as pytest-json-report writes them, and "missing": a test the run did not report
+TestOutcome = Literal["passed", "failed", "error", "skipped", "missing"]
 
 
 @dataclass(frozen=True)
@@ -27,9 +31,9 @@ class TestRecord:
 
     nodeid: str
     exercise: int
-    suite: str
+    suite: str  # one of SUITES; "" if the test did not say
     passed: bool
-    outcome: str  # passed, failed, error, skipped, missing
+    outcome: TestOutcome
     property: str  # first docstring line: what the test checks, without its inputs
     message: str  # the failure as pytest reported it ("" when passed)
 

@@ -120,7 +120,8 @@ class _Patched:
     """Temporarily replaces names in a module's globals, restoring what was there (or its absence)."""
 
     def __init__(self, namespace: dict, replacements: dict):
-        self.namespace, self.replacements, self.saved = namespace, replacements, {}
+        self.namespace, self.replacements = namespace, replacements
+        self.saved: dict = {}
 
     def __enter__(self) -> None:
         for name, value in self.replacements.items():

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Set up, then run every check of the kit: lint (Python and the Dockerfile), the student mirror and
-# inventory are current, the suites' verdicts (reference 100%, stubs 0 on every exercise), and all tests
-# (the kit's own, the packaging and its rehearsals, and both suites against the reference), and the
-# hostile tests once more with the audit hook not installed. With
+# Set up, then run every check of the kit: lint (Python and the Dockerfile), types (mypy over grader/),
+# the student mirror and inventory are current, the suites' verdicts (reference 100%, stubs 0 on every
+# exercise), and all tests (the kit's own, the packaging and its rehearsals, and both suites against the
+# reference), and the hostile tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's suites and golden demo are checked on them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 py=.venv/bin/python
 "$py" -m ruff check .
+"$py" -m mypy
 .venv/bin/hadolint Dockerfile
 "$py" -m grader build --check
 "$py" -m grader validate

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-KIT = Path(__file__).resolve().parents[2]
+from tests.kit.conftest import KIT
+
 OTTER_ROUNDING = 1e-5  # Otter writes scores rounded to 5 decimals
 OTTER_WORDS = ("Public Tests", "No log found", "Otter", "IPKernelApp", "Kernel is running")
 

@@ -40,9 +40,9 @@ from grader.protocol import SubmissionError
 from grader.sandbox import Limits
 from grader.student import sandboxed_student
 from grader.worker import load_module
+from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE_PATH = KIT / "solutions" / "optimization_toolkit.py"
 REFERENCE = REFERENCE_PATH.read_text()
 STUB = (KIT / "student" / "optimization_toolkit.py").read_text()

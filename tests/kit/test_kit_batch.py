@@ -31,8 +31,8 @@ from grader.grades import change_text, grade_row, regrade_changes
 from grader.manifest import Exercise
 from grader.report import histogram_bins, item_analysis, point_biserial, report_html
 from grader.roster import (
+    BatchSourceError,
     Entry,
-    SourceError,
     Submitter,
     content_hash,
     parse_metadata,
@@ -40,9 +40,9 @@ from grader.roster import (
     scan_source,
 )
 from grader.similarity import exercise_code
+from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text(encoding="utf-8")
 STUB = (KIT / "student" / "optimization_toolkit.py").read_text(encoding="utf-8")
 SELECTION = ["--exercise", "8", "--exercise", "12"]
@@ -388,7 +388,7 @@ def test_an_export_without_readable_metadata_is_one_line(
 def test_an_export_with_a_climbing_path_is_refused(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "bad.zip", "w") as zipped:
         zipped.writestr("export/../../escaped.py", "x = 1\n")
-    with pytest.raises(SourceError, match="unsafe path"):
+    with pytest.raises(BatchSourceError, match="unsafe path"):
         read_source(tmp_path / "bad.zip", tmp_path / "scratch")
     assert not (tmp_path.parent / "escaped.py").exists()
 

@@ -11,8 +11,8 @@ import pytest
 from grader.build import BuildReport, build
 from grader.cli import main
 from grader.layout import STUDENT, find_root
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 STUDENT_TEXT = '''\
 """A tiny reference module."""
 

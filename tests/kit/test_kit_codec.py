@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import random
 import types
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -13,8 +12,7 @@ from hypothesis import strategies as st
 
 from grader.codec import MAX_SHARED_HASH, Codec, CodecError, dumps, loads, update_in_place
 from grader.worker import load_module
-
-KIT = Path(__file__).resolve().parents[2]
+from tests.kit.conftest import KIT
 
 
 @pytest.fixture(scope="module")

@@ -34,8 +34,8 @@ from otter_comparison import (
 )
 
 from grader.package import ENV_NAME, PLAYWRIGHT_STEP
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"  # otter grade's layout
 AUTOGRADER_DIR = "/autograder"  # Gradescope's, and that of otter grade's containers
 WORKER_STEP = "# optlab-kit: the unprivileged user"

@@ -18,8 +18,8 @@ from grader.cli import main
 from grader.handout import FOLDER, HANDOUT_ZIP, PLUGIN_ENTRY_POINT, handout_leaks, write_handout
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 
 

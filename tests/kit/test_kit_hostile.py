@@ -20,9 +20,9 @@ import pytest
 
 from grader import isolation
 from grader.grading import grade
+from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
 EXERCISES = [8, 12]
 HONEST = 4.0  # exercise 12's points: what a submission whose softmax earns nothing honestly gets

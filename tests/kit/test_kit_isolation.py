@@ -19,8 +19,8 @@ from grader.protocol import CallTimedOut, SubmissionError
 from grader.sandbox import Limits
 from grader.student import Student, sandboxed_student
 from grader.worker import load_module
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 EXERCISES = {"softmax": 8, "add_score": 9, "sft_grad": 14, "exact_kl": 16}
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the uid layer exists only as root")

@@ -30,8 +30,8 @@ from grader.grading import grade, kit_manifest
 from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
 from grader.intake import read_submission
 from grader.local import EXERCISES_FILE, SEPARATOR, Verdict, load_exercises
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 STUBS = KIT / "student" / "optimization_toolkit.py"
 BEN = KIT / "examples" / "submissions" / "ben_partial.py"

@@ -21,8 +21,7 @@ from grader.grading import kit_manifest
 from grader.layout import GRADING_MODULES
 from grader.otter_plugin import PLACEHOLDER
 from grader.package import PackageError, check_packable, write_autograder
-
-KIT = Path(__file__).resolve().parents[2]
+from tests.kit.conftest import KIT
 
 
 def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):

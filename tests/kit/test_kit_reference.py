@@ -7,13 +7,12 @@ import random
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
 from grader.worker import load_module
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 GOLDEN = KIT / "tests" / "kit" / "golden"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from grader.reference import read_reference
 from grader.results import results_document
 from grader.scoring import points_text, score_suites, split_points
 from grader.suites import TestRecord
+from tests.kit.conftest import KIT
 
 
 def document(visibility: str) -> dict:
@@ -57,7 +57,6 @@ def test_visible_hidden_results_are_summed_up_at_once():
 
 # -- points a person can read ------------------------------------------------------------------------
 
-KIT = Path(__file__).resolve().parents[2]
 
 
 def kit_records(passed: Callable[[int], bool]) -> list[TestRecord]:

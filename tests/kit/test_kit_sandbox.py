@@ -20,8 +20,8 @@ from grader.protocol import CallTimedOut, SubmissionError
 from grader.sandbox import Limits, SandboxError, _cpu_time
 from grader.student import sandboxed_student
 from grader.worker import load_module
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 LIMITS = Limits(call_seconds=1.0, import_seconds=1.0)
 NOT_ROOT = replace(isolation.machine_layers(), uid=False, namespaces=False)  # as a student's machine has

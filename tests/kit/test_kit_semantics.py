@@ -22,9 +22,9 @@ from grader.grading import grade
 from grader.inventory import reference_contract, stored_contract
 from grader.student import in_process_student
 from grader.worker import Worker, load_module
+from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
 
 

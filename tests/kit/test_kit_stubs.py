@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.manifest import Exercise, Manifest
-from grader.reference import SourceError
+from grader.reference import ModuleSourceError
 from grader.stubs import StubError, stub_message, stub_module, stub_statement
 
 
@@ -344,5 +344,5 @@ def test_exercise_function_missing_from_the_source_is_an_error() -> None:
 
 
 def test_syntax_error_in_the_source_is_a_one_line_error() -> None:
-    with pytest.raises(SourceError, match=r"^ref\.py:2: syntax error: "):
+    with pytest.raises(ModuleSourceError, match=r"^ref\.py:2: syntax error: "):
         stub_module("def f():\n    return (\n", manifest(first=("f",)), "ref.py")

@@ -13,8 +13,8 @@ import pytest
 from grader.protocol import SubmissionError
 from grader.student import Student, in_process_student
 from grader.worker import load_module
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 EXERCISE_OF = {"softmax": 8, "add_score": 9, "_pareto": 6, "select_candidate": 6, "pareto_front": 6}
 

@@ -7,7 +7,6 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -17,8 +16,7 @@ from grader.layout import MANIFEST, REFERENCE, STUDENT
 from grader.manifest import Manifest, load_manifest
 from grader.reference import FunctionNode, Reference, read_reference
 from grader.stubs import stub_message
-
-KIT = Path(__file__).resolve().parents[2]
+from tests.kit.conftest import KIT
 
 
 @pytest.fixture(scope="module")

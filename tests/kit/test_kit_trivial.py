@@ -21,8 +21,7 @@ import pytest
 from grader.layout import REFERENCE
 from grader.trivial import MAX_SHARE, VARIANTS, degrade, install, variant_source
 from grader.worker import load_module
-
-KIT = Path(__file__).resolve().parents[2]
+from tests.kit.conftest import KIT
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
