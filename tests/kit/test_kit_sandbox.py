@@ -200,3 +200,16 @@ def test_grading_as_root_refuses_to_run_a_worker_without_its_limits(ref, monkeyp
             student.exact_kl([0.5, 0.5], [0.5, 0.5])
     finally:
         student.close()
+
+
+def test_what_a_call_printed_survives_the_kill_of_its_timeout(ref):
+    """The worker runs unbuffered: a print just before an endless loop is in the instructor's log."""
+    student, sandbox = open_student(
+        ref, "def softmax(xs):\n    print('about to loop', xs)\n    while True:\n        pass\n"
+    )
+    try:
+        with pytest.raises(CallTimedOut):
+            student.softmax([0.5])
+        assert "about to loop [0.5]" in sandbox.output()
+    finally:
+        student.close()
