@@ -74,6 +74,17 @@ def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab):
 # ---- on_policy_distill_grad ---------------------------------------------------------------------------
 
 SAMPLES = [(0, (0, 1)), (1, (2, 0)), (0, (0, 2)), (1, (1, 1))]
+# The gradient of STUDENT toward TEACHER on the first two samples alone (weight 1/2 each).
+FIRST_TWO_GRADIENT = [
+    [
+        [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
+        [0.12108063723590373, -0.16562371439893017, 0.0445430771630264],
+    ],
+    [
+        [-0.04060573753541011, -0.08176991390076765, 0.12237565143617776],
+        [-0.06000037162943736, 0.04139872528248497, 0.0186016463469524],
+    ],
+]
 
 
 def test_distill_grad_default_weights(student, lab):
@@ -91,16 +102,7 @@ def test_distill_grad_default_weights(student, lab):
     ]
     expect_close(student.on_policy_distill_grad(st, te, SAMPLES), want, grad_call(st, te, SAMPLES), abs=1e-12)
     samples = SAMPLES[:2]  # the first two samples alone: weight 1/2 each
-    want = [
-        [
-            [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
-            [0.12108063723590373, -0.16562371439893017, 0.0445430771630264],
-        ],
-        [
-            [-0.04060573753541011, -0.08176991390076765, 0.12237565143617776],
-            [-0.06000037162943736, 0.04139872528248497, 0.0186016463469524],
-        ],
-    ]
+    want = FIRST_TWO_GRADIENT
     expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
 
 
@@ -127,16 +129,7 @@ def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab):
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
     expect_close(student.on_policy_distill_grad(st, te, SAMPLES), ZERO, grad_call(st, te, SAMPLES), abs=1e-12)
     te, samples = lab.TabPolicy(2, 2, 3, table(TEACHER)), SAMPLES[:2]
-    want = [
-        [
-            [-0.08939736505556412, 0.03804371767671521, 0.051353647378848906],
-            [0.12108063723590373, -0.16562371439893017, 0.0445430771630264],
-        ],
-        [
-            [-0.04060573753541011, -0.08176991390076765, 0.12237565143617776],
-            [-0.06000037162943736, 0.04139872528248497, 0.0186016463469524],
-        ],
-    ]
+    want = FIRST_TWO_GRADIENT
     expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
 
 
