@@ -19,7 +19,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -230,14 +229,15 @@ def test_what_a_function_printed_shows_under_its_failing_test_and_in_the_graders
 def test_an_endless_loop_costs_one_timeout_per_exercise(folder, tmp_path):
     looping = tmp_path / "optimization_toolkit.py"
     looping.write_text(with_body(STUBS.read_text(), "    while True:\n        pass\n"))
-    started = time.monotonic()
     run = student_run(folder, "tests/visible/test_ex12_group_advantages.py", f"--submission={looping}",
                       "--call-timeout=1")  # fmt: skip
-    took = time.monotonic() - started
-    assert run.stdout.count("did not return") == 1, run.stdout[-3000:]
+    # One call spent its timeout; the six other tests were not called (the short summary may repeat the
+    # message, as wide as the terminal allows, so count the tracebacks' own lines).
+    lines = run.stdout.splitlines()
+    timeouts = [line for line in lines if line.startswith("E ") and "did not return" in line]
+    assert len(timeouts) == 1, run.stdout[-3000:]
     assert "1 failed, 6 not called" in run.stdout
     assert verdict(run.stdout)[12][4] == "timed out: group_advantages()"
-    assert took < 30  # one timeout of 1 s CPU (at most 4 s wall), not seven
 
 
 # -- the spec in the stubs -------------------------------------------------------------------------
