@@ -111,6 +111,15 @@ class IntakeError(KitError):
         self.files = tuple(files)
 
 
+class _Unreadable(Exception):
+    """What is wrong with the submission's files, found below read_submission, which turns it into an
+    IntakeError that says what to submit instead; `remedy` finishes "submit <the module> ..."."""
+
+    def __init__(self, problem: str, remedy: str = "") -> None:
+        super().__init__(problem)
+        self.remedy = remedy
+
+
 def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     """The lab module inside the submission at `path` (a .py file, a folder or a zip), decoded and
     compiled, or salvaged when it does not compile. Raises IntakeError when nothing can be graded."""
@@ -118,11 +127,14 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     wanted = f"{module_name}.py"
     if not path.exists():
         raise IntakeError(f"{shown(str(path))} does not exist: submit {wanted}")
-    with _members(path, wanted) as (members, where):
-        found_as = _choose(list(members), module_name, where)
-        data = members[found_as]()
+    try:
+        with _members(path) as (members, where):
+            found_as = _choose(list(members), module_name, where)
+            data = members[found_as]()
+        text, decoding_notes = _decode(data, found_as)
+    except _Unreadable as error:
+        raise IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}") from error
     notes = [] if _base(found_as) == wanted else [f"Graded {_q(found_as)} as {wanted}."]
-    text, decoding_notes = _decode(data, found_as, wanted)
     notes += decoding_notes
     original = _compile_problem(text, found_as)
     if original is None:
@@ -135,22 +147,22 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
 
 
 @contextlib.contextmanager
-def _members(path: Path, wanted: str) -> Iterator[tuple[dict[str, Reader], str]]:
+def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
     """The submission's files by their path inside it (posix), each with a reader of its bytes, and how
     to name the submission in a message."""
     if path.is_dir():
-        yield _folder_members(path, wanted), "the submission"
+        yield _folder_members(path), "the submission"
     elif not path.is_file():
-        raise IntakeError(f"{shown(str(path))} is neither a file nor a folder: submit {wanted}")
-    elif _is_zip(path, wanted):
-        with _open_zip(path, wanted) as archive:
-            yield _zip_members(archive, shown(path.name), wanted), shown(path.name)
+        raise _Unreadable(f"{shown(str(path))} is neither a file nor a folder")
+    elif _is_zip(path):
+        with _open_zip(path) as archive:
+            yield _zip_members(archive, shown(path.name)), shown(path.name)
     else:
         # A file given directly is taken whatever its name: the hidden-file rule is for what lies inside.
-        yield {path.name: partial(_read_file, path, path.name, wanted)}, "the submission"
+        yield {path.name: partial(_read_file, path, path.name)}, "the submission"
 
 
-def _folder_members(root: Path, wanted: str) -> dict[str, Reader]:
+def _folder_members(root: Path) -> dict[str, Reader]:
     members: dict[str, Reader] = {}
     # followlinks=False, and linked files are skipped too: a link could point at the solutions.
     for folder, dirs, files in os.walk(root):
@@ -160,52 +172,46 @@ def _folder_members(root: Path, wanted: str) -> dict[str, Reader]:
             if _skipped(file) or file_path.is_symlink() or not file_path.is_file():
                 continue
             name = file_path.relative_to(root).as_posix()
-            members[name] = partial(_read_file, file_path, name, wanted)
+            members[name] = partial(_read_file, file_path, name)
     return members
 
 
-def _is_zip(path: Path, wanted: str) -> bool:
+def _is_zip(path: Path) -> bool:
     try:
         with path.open("rb") as stream:
             return stream.read(4) in _ZIP_MAGIC
     except OSError as error:
-        raise IntakeError(
-            f"could not read {shown(path.name)} ({error.strerror}): submit {wanted} again"
-        ) from error
+        raise _Unreadable(f"could not read {shown(path.name)} ({error.strerror})", "again") from error
 
 
 @contextlib.contextmanager
-def _open_zip(path: Path, wanted: str) -> Iterator[zipfile.ZipFile]:
+def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-        raise IntakeError(
-            f"{shown(path.name)} is not a readable zip file: submit {wanted} on its own"
-        ) from error
+        raise _Unreadable(f"{shown(path.name)} is not a readable zip file", "on its own") from error
     with archive:
         yield archive
 
 
-def _zip_members(archive: zipfile.ZipFile, label: str, wanted: str) -> dict[str, Reader]:
+def _zip_members(archive: zipfile.ZipFile, label: str) -> dict[str, Reader]:
     """The members of a zip, read in memory only: nothing is extracted, so a name like ../../x.py is just
     a name. The headers are checked against the limits here; the bytes again while reading."""
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
-        raise IntakeError(f"{label} holds more than {MAX_MEMBERS} files: submit {wanted} on its own")
+        raise _Unreadable(f"{label} holds more than {MAX_MEMBERS} files", "on its own")
     files = [info for info in infos if not info.is_dir()]
     for info in files:
         if info.file_size > MAX_MEMBER_BYTES:
-            raise IntakeError(
-                f"{_q(info.filename)} in {label} is larger than 5 MB: submit {wanted} on its own"
-            )
+            raise _Unreadable(f"{_q(info.filename)} in {label} is larger than 5 MB", "on its own")
     if sum(info.file_size for info in files) > MAX_TOTAL_BYTES:
-        raise IntakeError(f"{label} unpacks to more than 50 MB: submit {wanted} on its own")
+        raise _Unreadable(f"{label} unpacks to more than 50 MB", "on its own")
     members: dict[str, Reader] = {}
     for info in files:
         name = _member_name(info.filename)
         if name and not any(_skipped(part) for part in name.split("/")):
             # A later member of the same name wins, as it would when unzipping.
-            members[name] = partial(_read_member, archive, info, label, wanted)
+            members[name] = partial(_read_member, archive, info, label)
     return members
 
 
@@ -219,33 +225,33 @@ def _skipped(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_FOLDERS
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, wanted: str) -> bytes:
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> bytes:
     what = f"{_q(info.filename)} in {label}"
     if info.flag_bits & 0x1:
-        raise IntakeError(f"{what} is password-protected: submit {wanted} without a password")
+        raise _Unreadable(f"{what} is password-protected", "without a password")
     try:
         with archive.open(info) as stream:
-            return _read_capped(stream, what, wanted)
+            return _read_capped(stream, what)
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError, zlib.error) as error:
-        raise IntakeError(f"{what} is damaged and cannot be read: submit {wanted} again") from error
+        raise _Unreadable(f"{what} is damaged and cannot be read", "again") from error
 
 
-def _read_file(path: Path, name: str, wanted: str) -> bytes:
+def _read_file(path: Path, name: str) -> bytes:
     try:
         with path.open("rb") as stream:
-            return _read_capped(stream, _q(name), wanted)
+            return _read_capped(stream, _q(name))
     except OSError as error:
-        raise IntakeError(f"could not read {_q(name)} ({error.strerror}): submit {wanted} again") from error
+        raise _Unreadable(f"could not read {_q(name)} ({error.strerror})", "again") from error
 
 
-def _read_capped(stream: IO[bytes], what: str, wanted: str) -> bytes:
+def _read_capped(stream: IO[bytes], what: str) -> bytes:
     """All of `stream`, refusing more than MAX_MEMBER_BYTES whatever a header claimed."""
     chunks: list[bytes] = []
     size = 0
     while chunk := stream.read(64 * 1024):
         size += len(chunk)
         if size > MAX_MEMBER_BYTES:
-            raise IntakeError(f"{what} is larger than 5 MB: submit {wanted} on its own")
+            raise _Unreadable(f"{what} is larger than 5 MB", "on its own")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -318,10 +324,10 @@ def _listed(names: list[str]) -> str:
 # --- decoding --------------------------------------------------------------------------------------------
 
 
-def _decode(data: bytes, found_as: str, wanted: str) -> tuple[str, list[str]]:
+def _decode(data: bytes, found_as: str) -> tuple[str, list[str]]:
     """The module's text (LF line endings, no BOM) and notes on what decoding had to repair."""
     encoding, body, notes = _encoding(data, found_as)
-    not_text = IntakeError(f"{_q(found_as)} is not a text file: submit {wanted} as Python source")
+    not_text = _Unreadable(f"{_q(found_as)} is not a text file", "as Python source")
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as error:
@@ -337,7 +343,7 @@ def _decode(data: bytes, found_as: str, wanted: str) -> tuple[str, list[str]]:
         raise not_text
     text = _lf(text.removeprefix("\ufeff"))
     if not text.strip():
-        raise IntakeError(f"{_q(found_as)} is empty: submit {wanted} with your code in it")
+        raise _Unreadable(f"{_q(found_as)} is empty", "with your code in it")
     return _declared_utf8(text), notes
 
 
