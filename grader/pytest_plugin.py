@@ -121,7 +121,7 @@ def pytest_report_header(config: pytest.Config) -> str | list[str]:
     return lines
 
 
-class Lab:
+class OptLab:
     """What the tests run on: the submission, the reference (if any) and the exercise functions."""
 
     def __init__(self, config: pytest.Config):
@@ -252,12 +252,12 @@ def _contract(root: Path, reference_path: Path | None, exercise_of: dict[str, in
 
 
 @pytest.fixture(scope="session")
-def optlab(pytestconfig: pytest.Config) -> Lab:
-    return Lab(pytestconfig)
+def optlab(pytestconfig: pytest.Config) -> OptLab:
+    return OptLab(pytestconfig)
 
 
 @pytest.fixture(scope="package")
-def student(optlab: Lab) -> Iterator[Student]:
+def student(optlab: OptLab) -> Iterator[Student]:
     """The submission, called through the codec; a fresh worker per suite (package)."""
     handle, close = optlab.student()
     yield handle
@@ -265,7 +265,7 @@ def student(optlab: Lab) -> Iterator[Student]:
 
 
 @pytest.fixture(scope="session")
-def reference(optlab: Lab) -> types.ModuleType:
+def reference(optlab: OptLab) -> types.ModuleType:
     """The reference module (hidden tests only)."""
     if optlab.reference is None:
         pytest.fail("this test needs the reference module, which only the kit has")
@@ -273,13 +273,14 @@ def reference(optlab: Lab) -> types.ModuleType:
 
 
 @pytest.fixture(scope="package")
-def lab(optlab: Lab, student: Student) -> GivenParts:
+def lab(optlab: OptLab, student: Student) -> Lab:
     """The lab's given parts: from the reference when grading, else from the submission itself."""
-    return GivenParts(optlab.reference or student.decodes_into, optlab.exercise_of)
+    return Lab(optlab.reference or student.decodes_into, optlab.exercise_of)
 
 
-class GivenParts:
-    """A view of a lab module without its exercise functions."""
+class Lab:
+    """The lab module's given parts (its classes, constants and helpers), without its exercise
+    functions: those are the student's, called through the `student` fixture."""
 
     def __init__(self, module: types.ModuleType, exercise_of: dict[str, int]):
         self._module, self._exercise_of = module, exercise_of
@@ -303,7 +304,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         item.user_properties.append(("exercise", marks[0].args[0]))
         item.user_properties.append(("suite", suite))
-        item.user_properties.append(("property", _first_doc_line(item)))
+        item.user_properties.append(("property", _first_doc_paragraph(item)))
     if problems:
         raise pytest.UsageError("\n".join(problems))
     if out := config.getoption("inventory_out"):
@@ -358,7 +359,7 @@ def _inventory_entry(item: pytest.Item) -> dict:
     }
 
 
-def _first_doc_line(item: pytest.Item) -> str:
+def _first_doc_paragraph(item: pytest.Item) -> str:
     """What the test checks, in its own words: the first paragraph of its docstring (else its name)."""
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
     paragraph = doc.strip().split("\n\n", 1)[0]
