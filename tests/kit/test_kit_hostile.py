@@ -7,6 +7,7 @@ corpus quick; the machinery is the same for all."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -25,8 +26,18 @@ from tests.kit.gradescope_schema import problems
 
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
 EXERCISES = [8, 12]
-HONEST = 4.0  # exercise 12's points: what a submission whose softmax earns nothing honestly gets
-WRONG = "wrong"  # the bound of an attack that comes with WRONG_SOFTMAX: what that softmax earns alone
+
+
+class Bound(enum.Enum):
+    """The most an attack may score, by what it honestly is."""
+
+    NOTHING = "no module: it never finishes importing, so every entry scores 0"
+    HONEST = "exercise 12's points only: its softmax earns nothing"
+    WRONG = "what WRONG_SOFTMAX (which the attack comes with) earns alone, entry by entry"
+
+
+NOTHING, HONEST, WRONG = Bound.NOTHING, Bound.HONEST, Bound.WRONG
+HONEST_POINTS = 4.0  # exercise 12's points
 
 # Right only where the logits are all equal: it honestly earns some of exercise 8's checks.
 WRONG_SOFTMAX = "def softmax(xs):\n    return [1.0 / len(xs)] * len(xs)\n"
@@ -36,11 +47,11 @@ def then_wrong_softmax(snippet: str) -> str:
     return textwrap.dedent(snippet) + WRONG_SOFTMAX
 
 
-# name -> (code appended to the reference, the most it may score)
+# name -> (code appended to the reference, the Bound of what it may score)
 APPENDED = {
-    "sys.exit at import": ("import sys\nsys.exit(0)\n", 0.0),
-    "os._exit at import": ("import os\nos._exit(0)\n", 0.0),
-    "endless loop at import": ("while True:\n    pass\n", 0.0),
+    "sys.exit at import": ("import sys\nsys.exit(0)\n", NOTHING),
+    "os._exit at import": ("import os\nos._exit(0)\n", NOTHING),
+    "endless loop at import": ("while True:\n    pass\n", NOTHING),
     "os._exit in a call": ("def softmax(xs):\n    import os\n    os._exit(0)\n", HONEST),
     "always-equal value": (
         """
@@ -243,16 +254,16 @@ def test_hostile_submission_gets_at_most_its_honest_score(
     monkeypatch.setenv("TMPDIR", str(sandboxes))  # this grading's sandbox lives here
     document, _ = grade_file(tmp_path, "optimization_toolkit.py", REFERENCE + "\n\n" + textwrap.dedent(code))
     by_name = {t["name"]: t for t in document["tests"]}
-    if bound == WRONG:
+    if bound is WRONG:
         for name, honest in wrong_softmax_score.items():
             assert by_name[name]["score"] <= honest + 1e-9, name
-    else:
-        assert document["score"] <= bound + 1e-9
+    elif bound is HONEST:
+        assert document["score"] <= HONEST_POINTS + 1e-9
         assert by_name["8 softmax: visible checks"]["score"] == 0
-    if bound:  # the honest exercise is untouched by the attack on the other
-        assert by_name["12 group advantages: hidden checks"]["status"] == "passed"
-    else:
+    if bound is NOTHING:
         assert document["score"] == 0 and "import" in by_name["8 softmax: visible checks"]["output"]
+    else:  # the honest exercise is untouched by the attack on the other
+        assert by_name["12 group advantages: hidden checks"]["status"] == "passed"
     assert_nothing_left_behind(sandboxes)
 
 
@@ -322,7 +333,7 @@ def test_ungradable_submissions_get_a_clear_zero(tmp_path, files, says):
 def test_a_syntax_error_costs_only_the_broken_function(tmp_path):
     broken = REFERENCE.replace("def softmax(xs):", "def softmax(xs)", 1)
     document, _ = grade_file(tmp_path, "optimization_toolkit.py", broken)
-    assert document["score"] == HONEST
+    assert document["score"] == HONEST_POINTS
     entry = next(t for t in document["tests"] if t["name"] == "8 softmax: visible checks")
     assert "syntax error" in entry["output"] and "line" in entry["output"]
 
