@@ -65,7 +65,7 @@ def _module_words(lab, kind, own, other):
 
 @given(instruction_words, instruction_words, demo_specs, st.one_of(st.none(), param_specs))
 def test_matches_reference_model(student, lab, reference, parse_words, answer_words, specs, fields):
-    """the accuracy of every kind matches the reference model (programs, demos and parameters vary)"""
+    """The accuracy of every kind matches the reference model (programs, demos and parameters vary)"""
     prog = _program(lab, parse_words, answer_words, specs)
     extra = () if fields is None else (lab.ToyParams(**fields),)
     ref_extra = () if fields is None else (reference.ToyParams(**fields),)
@@ -84,7 +84,7 @@ def test_matches_reference_model(student, lab, reference, parse_words, answer_wo
 
 @given(instruction_words, instruction_words, demo_specs, param_specs)
 def test_result_within_floor_and_cap(student, reference, lab, parse_words, answer_words, specs, fields):
-    """the result always lies within [params.floor, params.cap]"""
+    """The result always lies within [params.floor, params.cap]"""
     _pin(student, reference)
     prog = _program(lab, parse_words, answer_words, specs)
     params = lab.ToyParams(**fields)
@@ -99,7 +99,7 @@ def test_result_within_floor_and_cap(student, reference, lab, parse_words, answe
 
 @given(st.sampled_from(KINDS), instruction_words, instruction_words, demo_specs, st.floats(0.0, 0.6))
 def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
-    """naming the kind's rule word in the kind's module adds exactly instr_gain (before clipping)"""
+    """Naming the kind's rule word in the kind's module adds exactly instr_gain (before clipping)"""
     rule = lab.RULES[kind]
     own = [w for w in own if w != rule]
     params = _unclipped(lab, instr_gain=gain)
@@ -126,7 +126,7 @@ def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
     st.floats(0.0, 0.3),
 )
 def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad, others, gain, pen):
-    """good demos of the kind add demo_gain and wrong ones cost bad_demo_pen, at most two of each, and
+    """Good demos of the kind add demo_gain and wrong ones cost bad_demo_pen, at most two of each, and
     demos of other kinds do not count"""
     params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
     others = [(k, ok) for k, ok in others if k != kind]
@@ -145,7 +145,7 @@ def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad,
 
 @given(st.sampled_from(CONFLICT_KEYS), instruction_words, instruction_words)
 def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
-    """a conflicting keyword costs its penalty on its kind only (its own kind still gains)"""
+    """A conflicting keyword costs its penalty on its kind only (its own kind still gains)"""
     keyword, hurt = conflict
     pen = lab.CONFLICTS[conflict]
     helped = lab.KIND_OF_WORD[keyword]
@@ -168,7 +168,7 @@ def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
 
 @given(st.sampled_from(KINDS), instruction_words, st.integers(0, 6), st.integers(0, 12), st.floats(0.0, 0.1))
 def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extra, free, pen):
-    """every instruction word of the kind's module beyond free_words costs length_pen"""
+    """Every instruction word of the kind's module beyond free_words costs length_pen"""
     params = _unclipped(lab, length_pen=pen, free_words=free)
     short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
     long = _program(lab, *_module_words(lab, kind, own + [FILLER] * extra, ["Solve"]))
@@ -187,7 +187,7 @@ def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extr
 
 @given(st.sampled_from(KINDS), demo_specs, st.integers(0, 6), st.integers(0, 8), st.floats(0.0, 0.1))
 def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra, free, pen):
-    """every demo beyond free_demos costs demo_len_pen, whatever its kind"""
+    """Every demo beyond free_demos costs demo_len_pen, whatever its kind"""
     params = _unclipped(lab, demo_len_pen=pen, free_demos=free)
     other_kind = next(k for k in KINDS if k != kind)
     few = _program(lab, ["Solve"], ["Solve"], specs)
@@ -207,7 +207,7 @@ def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra,
 
 @given(st.sampled_from(KINDS), instruction_words, instruction_words, instruction_words, demo_specs)
 def test_only_the_kinds_module_matters(student, reference, lab, kind, own, other_a, other_b, specs):
-    """only the instruction of the kind's own module changes its accuracy"""
+    """Only the instruction of the kind's own module changes its accuracy"""
     _pin(student, reference)
     a = _program(lab, *_module_words(lab, kind, own, other_a), specs)
     b = _program(lab, *_module_words(lab, kind, own, other_b), specs)

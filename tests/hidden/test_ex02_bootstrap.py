@@ -98,7 +98,7 @@ def _pin(student, reference):
 
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
 def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec, mspec, per_kind, keep_all):
-    """the demos, the rng state and the meter after the call match the reference"""
+    """The demos, the rng state and the meter after the call match the reference"""
     got, rng, meter, _, _, what = _run(student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all)
     ref_rng, ref_meter = random.Random(seed), _meter(reference, mspec)
     want = reference.bootstrap_demos(
@@ -133,7 +133,7 @@ def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec,
 def test_keeps_only_passing_traces_within_the_cap_in_order(
     student, reference, lab, seed, tspec, pspec, parspec, per_kind
 ):
-    """only passing traces are kept, at most max_per_kind per kind, in training order"""
+    """Only passing traces are kept, at most max_per_kind per kind, in training order"""
     _pin(student, reference)
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
     position = {ex.id: i for i, ex in enumerate(train)}
@@ -156,7 +156,7 @@ def test_keeps_only_passing_traces_within_the_cap_in_order(
 def test_one_rollout_per_training_example(
     student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
 ):
-    """one rollout per training example is charged on the meter, with the rollout's tokens"""
+    """One rollout per training example is charged on the meter, with the rollout's tokens"""
     mspec = mspec or (0, 0)
     _, _, meter, train, prog, what = _run(
         student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
@@ -167,7 +167,7 @@ def test_one_rollout_per_training_example(
 
 @given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
 def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspec, pspec, parspec, per_kind):
-    """with keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
+    """With keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, True)
     seen, want_ids = {}, []
     for ex in train:
@@ -187,7 +187,7 @@ def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspe
 
 @given(seeds, train_specs, st.integers(0, 3))
 def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
-    """when every rollout passes, the demos are the first examples of each kind with their answers, and
+    """When every rollout passes, the demos are the first examples of each kind with their answers, and
     each rollout draws one random number"""
     params = {"floor": 1.0, "cap": 1.0}
     spec = ([], [], [])

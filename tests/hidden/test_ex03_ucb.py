@@ -62,7 +62,7 @@ def _pin(student, reference):
 
 @given(stats_lists, seeds, st.booleans(), explores)
 def test_matches_reference(student, reference, stats, seed, surrogate, explore):
-    """the pick and the rng state after it match the reference"""
+    """The pick and the rng state after it match the reference"""
     what = _what(stats, seed, surrogate=surrogate, explore=explore)
     got, rng = _call(student, stats, seed, surrogate=surrogate, explore=explore)
     ref_rng = random.Random(seed)
@@ -77,7 +77,7 @@ def test_matches_reference(student, reference, stats, seed, surrogate, explore):
 
 @given(stats_lists, seeds, st.booleans(), explores)
 def test_result_is_a_valid_index(student, reference, stats, seed, surrogate, explore):
-    """the pick is always an index into stats"""
+    """The pick is always an index into stats"""
     _pin(student, reference)
     what = _what(stats, seed, surrogate=surrogate, explore=explore)
     got, _ = _call(student, stats, seed, surrogate=surrogate, explore=explore)
@@ -88,7 +88,7 @@ def test_result_is_a_valid_index(student, reference, stats, seed, surrogate, exp
 
 @given(stats_lists, seeds, explores)
 def test_surrogate_off_is_one_uniform_draw(student, stats, seed, explore):
-    """with the surrogate off the pick is rng.randrange(len(stats)), and nothing else is drawn"""
+    """With the surrogate off the pick is rng.randrange(len(stats)), and nothing else is drawn"""
     what = _what(stats, seed, surrogate=False, explore=explore)
     got, rng = _call(student, stats, seed, surrogate=False, explore=explore)
     replay = random.Random(seed)
@@ -100,7 +100,7 @@ def test_surrogate_off_is_one_uniform_draw(student, stats, seed, explore):
 
 @given(stats_lists, seeds)
 def test_explore_zero_picks_among_the_best(student, stats, seed):
-    """with explore=0 the pick is rng.choice among the options tied for the best score, in index order,
+    """With explore=0 the pick is rng.choice among the options tied for the best score, in index order,
     after one rng.random()"""
     what = _what(stats, seed, explore=0.0)
     got, rng = _call(student, stats, seed, explore=0.0)
@@ -115,7 +115,7 @@ def test_explore_zero_picks_among_the_best(student, stats, seed):
 
 @given(stats_lists, seeds)
 def test_explore_one_is_always_uniform(student, stats, seed):
-    """with explore=1 every pick is uniform: rng.random(), then rng.randrange(len(stats))"""
+    """With explore=1 every pick is uniform: rng.random(), then rng.randrange(len(stats))"""
     what = _what(stats, seed, explore=1.0)
     got, rng = _call(student, stats, seed, explore=1.0)
     replay = random.Random(seed)
@@ -128,7 +128,7 @@ def test_explore_one_is_always_uniform(student, stats, seed):
 
 @given(st.lists(option_stats(), min_size=1, max_size=6), st.integers(0, 6), seeds)
 def test_an_untried_option_beats_weak_tried_ones(student, stats, where, seed):
-    """an untried option (mean 0.5, score 1.0) beats every tried option whose mean is at most 0.5"""
+    """An untried option (mean 0.5, score 1.0) beats every tried option whose mean is at most 0.5"""
     tried = [[min(tot, n / 2), n] for tot, n in stats if n > 0]
     if not tried:
         tried = [[0.0, 1]]
@@ -141,7 +141,7 @@ def test_an_untried_option_beats_weak_tried_ones(student, stats, where, seed):
 
 @given(st.lists(st.sampled_from(MEANS), min_size=2, max_size=6), stats_lists, seeds)
 def test_rounding_differences_are_ties(student, means, others, seed):
-    """options whose scores differ only by float rounding (within 1e-12) are tied"""
+    """Options whose scores differ only by float rounding (within 1e-12) are tied"""
     twins = [[_add_up(means), len(means)], [_add_up(reversed(means)), len(means)]]
     stats = twins + others
     what = _what(stats, seed, explore=0.0)

@@ -40,7 +40,7 @@ def _top(history, k):
 
 @given(histories, ks)
 def test_prompt_matches_reference(student, reference, history, k):
-    """the meta-prompt is the reference's text, character for character"""
+    """The meta-prompt is the reference's text, character for character"""
     expect_equal(
         _prompt(student.opro_prompt, history, k),
         _prompt(reference.opro_prompt, history, k),
@@ -50,7 +50,7 @@ def test_prompt_matches_reference(student, reference, history, k):
 
 @given(histories, ks)
 def test_prompt_shape(student, reference, history, k):
-    """the header line comes first, then text/score line pairs of the top k, scores with 2 decimals,
+    """The header line comes first, then text/score line pairs of the top k, scores with 2 decimals,
     ascending, best last"""
     what = _what(history, k)
     prompt = _prompt(student.opro_prompt, history, k)
@@ -80,7 +80,7 @@ def test_prompt_shape(student, reference, history, k):
 
 @given(histories, ks)
 def test_round_trip(student, history, k):
-    """parsing the meta-prompt gives back the top-k (text, score rounded to 2 decimals) pairs, ascending"""
+    """Parsing the meta-prompt gives back the top-k (text, score rounded to 2 decimals) pairs, ascending"""
     prompt = _prompt(student.opro_prompt, history, k)
     want = [(text, round(score, 2)) for text, score in _top(history, k)]
     got = student.parse_opro_prompt(prompt)
@@ -108,7 +108,7 @@ def test_parse_matches_reference(student, reference, history, k):
 
 @given(st.lists(texts, max_size=10), scores, ks)
 def test_equal_scores_keep_history_order(student, names, score, k):
-    """instructions with equal scores keep their order in the history (a stable sort)"""
+    """Instructions with equal scores keep their order in the history (a stable sort)"""
     history = [(text, score) for text in names]
     prompt = _prompt(student.opro_prompt, history, k)
     want = [text for text, _ in _top(history, k)]

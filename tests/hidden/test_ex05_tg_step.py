@@ -74,7 +74,7 @@ def _top_fresh(value, grads):
 
 @given(graph_specs)
 def test_matches_reference(student, lab, reference, spec):
-    """the modules returned and every variable after the step match the reference"""
+    """The modules returned and every variable after the step match the reference"""
     got, graph, what = _step(student, lab, spec)
     ref_graph = _graph(reference, spec)
     want = reference.tg_step(ref_graph)
@@ -86,7 +86,7 @@ def test_matches_reference(student, lab, reference, spec):
 
 @given(graph_specs)
 def test_every_gradient_is_cleared(student, reference, lab, spec):
-    """after a step no variable has gradients left, whether it changed or not"""
+    """After a step no variable has gradients left, whether it changed or not"""
     _pin(student, reference)
     _, graph, what = _step(student, lab, spec)
     expect_equal(
@@ -96,7 +96,7 @@ def test_every_gradient_is_cleared(student, reference, lab, spec):
 
 @given(graph_specs)
 def test_frozen_variables_never_change(student, reference, lab, spec):
-    """a variable with requires_grad=False keeps its value and is never listed as changed"""
+    """A variable with requires_grad=False keeps its value and is never listed as changed"""
     _pin(student, reference)
     got, graph, what = _step(student, lab, spec)
     for (module, (value, grad, _)), (_, var) in zip(spec, graph, strict=True):
@@ -107,7 +107,7 @@ def test_frozen_variables_never_change(student, reference, lab, spec):
 
 @given(graph_specs)
 def test_adds_the_most_asked_fresh_word(student, lab, spec):
-    """a variable that may change gets its most-asked word not yet in its value (ties alphabetical), its
+    """A variable that may change gets its most-asked word not yet in its value (ties alphabetical), its
     trailing '.' stripped and one space before the word; the caller's TGVar objects change"""
     graph = _graph(lab, spec)
     tgvars = [var for _, var in graph]
@@ -121,7 +121,7 @@ def test_adds_the_most_asked_fresh_word(student, lab, spec):
 
 @given(graph_specs)
 def test_returns_the_changed_modules_in_graph_order(student, reference, lab, spec):
-    """the result lists exactly the modules whose value changed, in graph order"""
+    """The result lists exactly the modules whose value changed, in graph order"""
     _pin(student, reference)
     got, graph, what = _step(student, lab, spec)
     changed = [
@@ -149,7 +149,7 @@ def satisfied_vars(draw):
 
 @given(graph_specs, satisfied_vars(), st.integers(0, 4))
 def test_no_fresh_word_no_change(student, lab, spec, satisfied, where):
-    """a variable whose asked words are all in its value keeps its value and is not listed as changed"""
+    """A variable whose asked words are all in its value keeps its value and is not listed as changed"""
     value, grads = satisfied
     module = "extra"
     spec = spec[:where] + [(module, (value, True, grads))] + spec[where:]

@@ -104,7 +104,7 @@ def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
 @settings(max_examples=12)
 @given(tables())
 def test_front_is_never_empty(student, reference, scores):
-    """the front is never empty."""
+    """The front is never empty."""
     _pin(student, reference)
     got, what = front_of(student, scores)
     expect_true(len(got) > 0, what, "the front is empty")
@@ -113,7 +113,7 @@ def test_front_is_never_empty(student, reference, scores):
 @settings(max_examples=12)
 @given(tables())
 def test_every_best_score_is_kept(student, scores):
-    """every instance's best score is still reached by some survivor."""
+    """Every instance's best score is still reached by some survivor."""
     got, what = front_of(student, scores)
     for i, w in enumerate(winners(scores)):
         expect_true(
@@ -126,7 +126,7 @@ def test_every_best_score_is_kept(student, scores):
 @settings(max_examples=12)
 @given(tables())
 def test_survivors_win_something(student, reference, scores):
-    """every survivor wins at least one instance."""
+    """Every survivor wins at least one instance."""
     _pin(student, reference)
     got, what = front_of(student, scores)
     won = set().union(*winners(scores))
@@ -136,7 +136,7 @@ def test_survivors_win_something(student, reference, scores):
 @settings(max_examples=12)
 @given(tables())
 def test_unique_winners_survive(student, scores):
-    """a candidate that is the only winner of some instance survives."""
+    """A candidate that is the only winner of some instance survives."""
     got, what = front_of(student, scores)
     for i, w in enumerate(winners(scores)):
         if len(w) == 1:
@@ -146,7 +146,7 @@ def test_unique_winners_survive(student, scores):
 @settings(max_examples=12)
 @given(tables())
 def test_no_survivor_is_dominated(student, reference, scores):
-    """no survivor is dominated by the other survivors (removal stops only when none is left)."""
+    """No survivor is dominated by the other survivors (removal stops only when none is left)."""
     _pin(student, reference)
     got, what = front_of(student, scores)
     wins, alive = winners(scores), set(got)
@@ -161,7 +161,7 @@ def test_no_survivor_is_dominated(student, reference, scores):
 @settings(max_examples=12)
 @given(tables(), st.randoms(use_true_random=False))
 def test_instance_order_does_not_matter(student, reference, scores, shuffler):
-    """permuting the instances does not change the front."""
+    """Permuting the instances does not change the front."""
     _pin(student, reference)
     got, what = front_of(student, scores)
     order = list(range(len(scores[0])))
@@ -176,7 +176,7 @@ def test_instance_order_does_not_matter(student, reference, scores, shuffler):
 @settings(max_examples=12)
 @given(tables(), st.integers(0, 5))
 def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
-    """an extra instance on which every candidate scores 0 does not change the front."""
+    """An extra instance on which every candidate scores 0 does not change the front."""
     _pin(student, reference)
     got, what = front_of(student, scores)
     at = min(where, len(scores[0]))
@@ -188,7 +188,7 @@ def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
 @settings(max_examples=15)
 @given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0)), st.data())
 def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, data):
-    """when every winner wins some instance alone, the front is all winners, under any relabeling."""
+    """When every winner wins some instance alone, the front is all winners, under any relabeling."""
     n = len(scores)
     solo = sorted(data.draw(st.sets(st.integers(0, n - 1)), label="candidates given a solo instance"))
     scores = [row + [2.0 if j == k else 0.0 for j in solo] for k, row in enumerate(scores)]
@@ -212,7 +212,7 @@ def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, 
 @settings(max_examples=12)
 @given(tables(max_cand=4), st.integers(1, 3), st.data())
 def test_of_identical_candidates_only_the_last_can_survive(student, reference, scores, copies, data):
-    """of identical candidates, only the one with the highest index can survive (lowest index goes first)."""
+    """Of identical candidates, only the one with the highest index can survive (lowest index goes first)."""
     _pin(student, reference)
     k = data.draw(st.integers(0, len(scores) - 1), label="copied candidate")
     places = sorted(data.draw(st.lists(st.integers(0, len(scores)), min_size=copies, max_size=copies)))
@@ -229,7 +229,7 @@ def test_of_identical_candidates_only_the_last_can_survive(student, reference, s
 
 @pytest.mark.parametrize("n", [3, 4, 5, 6, 7])
 def test_removal_goes_lowest_index_first(student, reference, n):
-    """dominated candidates are removed lowest index first, rescanning after each removal."""
+    """Dominated candidates are removed lowest index first, rescanning after each removal."""
     # A cycle: instance i is won by candidates i and i+1 (mod n), so everyone starts dominated.
     scores = [[1.0 if k in (i, (i + 1) % n) else 0.5 for i in range(n)] for k in range(n)]
     got, what = front_of(student, scores)

@@ -80,7 +80,7 @@ def test_matches_reference(lab, student, reference, instruction, specs, module):
 
 @given(instructions(), trace_specs, st.sampled_from(MODULES))
 def test_adds_the_most_asked_fresh_word(lab, student, instruction, specs, module):
-    """the word added is the fresh word that failures ask for most often (ties alphabetical)."""
+    """The word added is the fresh word that failures ask for most often (ties alphabetical)."""
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     counts = asked(specs, module)
     fresh = sorted((w for w in counts if w not in instruction.split()), key=lambda w: (-counts[w], w))
@@ -90,7 +90,7 @@ def test_adds_the_most_asked_fresh_word(lab, student, instruction, specs, module
 
 @given(instructions(), trace_specs, st.sampled_from(MODULES))
 def test_unchanged_or_one_word_appended(lab, student, reference, instruction, specs, module):
-    """the result is the instruction unchanged, or it without its trailing '.' plus one asked-for word."""
+    """The result is the instruction unchanged, or it without its trailing '.' plus one asked-for word."""
     _pin(student, reference)
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     if got == instruction:
@@ -104,7 +104,7 @@ def test_unchanged_or_one_word_appended(lab, student, reference, instruction, sp
 
 @given(instructions(), trace_specs)
 def test_other_modules_are_ignored(lab, student, reference, instruction, specs):
-    """traces of the other module do not change the result."""
+    """Traces of the other module do not change the result."""
     _pin(student, reference)
     for module in MODULES:
         mine = [s for s in specs if MODULE_OF[s[0]] == module]
@@ -121,7 +121,7 @@ def test_other_modules_are_ignored(lab, student, reference, instruction, specs):
 def test_only_failures_count_and_order_does_not_matter(
     lab, student, reference, instruction, specs, module, shuffler
 ):
-    """correct traces and the order of the traces do not change the result."""
+    """Correct traces and the order of the traces do not change the result."""
     _pin(student, reference)
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
     fails = [s for s in specs if not s[1]]
@@ -132,7 +132,7 @@ def test_only_failures_count_and_order_does_not_matter(
 
 @given(instructions(), st.lists(st.sampled_from(sorted(RULES)), max_size=6), st.sampled_from(MODULES))
 def test_noise_failures_ask_for_nothing(lab, student, reference, instruction, kinds, module):
-    """failures whose feedback says the rule is stated (noise) leave the instruction unchanged."""
+    """Failures whose feedback says the rule is stated (noise) leave the instruction unchanged."""
     _pin(student, reference)
     specs = [(k, False, True) for k in kinds] + [(k, True, False) for k in kinds]
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
@@ -140,7 +140,7 @@ def test_noise_failures_ask_for_nothing(lab, student, reference, instruction, ki
 
 
 def test_rollout_traces_match_reference(lab, student, reference):
-    """on traces from real rollouts, reflect_update gives the reference's instruction."""
+    """On traces from real rollouts, reflect_update gives the reference's instruction."""
     data = lab.make_dataset(40, seed=5)
     for seed in range(6):
         rng = random.Random(seed)

@@ -41,7 +41,7 @@ def test_matches_reference(student, reference, xs):
 
 @given(logits)
 def test_sums_to_one_and_all_positive(student, reference, xs):
-    """the probabilities are positive, at most 1, and sum to 1."""
+    """The probabilities are positive, at most 1, and sum to 1."""
     _pin(student, reference)
     got, what = probs(student, xs)
     expect_true(all(0.0 < p <= 1.0 for p in got), what, f"got {got}: every entry should be in (0, 1]")
@@ -50,7 +50,7 @@ def test_sums_to_one_and_all_positive(student, reference, xs):
 
 @given(logits, st.floats(-1000.0, 1000.0))
 def test_shift_invariance(student, reference, xs, c):
-    """adding the same constant to every logit does not change the probabilities."""
+    """Adding the same constant to every logit does not change the probabilities."""
     _pin(student, reference)
     got, what = probs(student, xs)
     shifted = [x + c for x in xs]
@@ -61,7 +61,7 @@ def test_shift_invariance(student, reference, xs, c):
 
 @given(logits)
 def test_order_is_preserved(student, reference, xs):
-    """a larger logit never gets a smaller probability, and equal logits get equal probabilities."""
+    """A larger logit never gets a smaller probability, and equal logits get equal probabilities."""
     _pin(student, reference)
     got, what = probs(student, xs)
     for i in range(len(xs)):
@@ -92,7 +92,7 @@ def test_ratios_are_exponentials(student, xs):
 
 @given(logit, st.integers(1, 8))
 def test_equal_logits_are_uniform(student, reference, x, n):
-    """equal logits give the uniform distribution."""
+    """Equal logits give the uniform distribution."""
     _pin(student, reference)
     got, what = probs(student, [x] * n)
     expect_close(got, [1.0 / n] * n, what, rel=1e-12)
@@ -102,7 +102,7 @@ def test_equal_logits_are_uniform(student, reference, x, n):
     st.lists(st.floats(-5000.0, 5000.0), min_size=1, max_size=6), st.sampled_from([1000.0, -1000.0, 710.0])
 )
 def test_large_logits_give_finite_values(student, xs, big):
-    """large logits (like 1000) give finite probabilities that sum to 1."""
+    """Large logits (like 1000) give finite probabilities that sum to 1."""
     xs = [big] + xs
     got, what = probs(student, xs)
     expect_true(
@@ -120,7 +120,7 @@ def test_large_logits_give_finite_values(student, xs, big):
 
 @given(logit)
 def test_single_logit(student, reference, x):
-    """a single logit gets probability 1."""
+    """A single logit gets probability 1."""
     _pin(student, reference)
     got, what = probs(student, [x])
     expect_close(got, [1.0], what)

@@ -94,7 +94,7 @@ def test_changes_g_in_place_and_returns_none(lab, student, reference, setup, w):
 
 @given(setups(), weight)
 def test_added_entries_sum_to_zero(lab, student, reference, setup, w):
-    """the entries added to g[s][t] sum to 0 (onehot and probabilities both sum to 1)."""
+    """The entries added to g[s][t] sum to 0 (onehot and probabilities both sum to 1)."""
     _pin(student, reference)
     _, g, _, what = run(lab, student, setup, w)
     s, t = setup[5], setup[6]
@@ -109,7 +109,7 @@ def test_added_entries_sum_to_zero(lab, student, reference, setup, w):
 @settings(max_examples=12)
 @given(setups(), weight, weight)
 def test_accumulates_linearly_in_w(lab, student, reference, setup, w1, w2):
-    """two calls with weights w1 and w2 add what one call with w1 + w2 adds."""
+    """Two calls with weights w1 and w2 add what one call with w1 + w2 adds."""
     _pin(student, reference)
     S, T, V, theta, g0, s, t, v = setup
     pol = lab.TabPolicy(S, T, V, copy3(theta))
@@ -130,7 +130,7 @@ def test_accumulates_linearly_in_w(lab, student, reference, setup, w1, w2):
 
 @given(setups(), weight)
 def test_matches_numerical_gradient(lab, student, setup, w):
-    """what is added equals w times a central-difference gradient of log pi(v | s, t)."""
+    """What is added equals w times a central-difference gradient of log pi(v | s, t)."""
     S, T, V, theta, _, s, t, v = setup
     g = [[[0.0] * V for _ in range(T)] for _ in range(S)]
     student.add_score(g, lab.TabPolicy(S, T, V, copy3(theta)), s, t, v, w)
@@ -151,7 +151,7 @@ def test_matches_numerical_gradient(lab, student, setup, w):
 
 
 def test_large_logits(lab, student):
-    """logits like 1000 give finite scores: the probabilities come from a stable softmax."""
+    """Logits like 1000 give finite scores: the probabilities come from a stable softmax."""
     theta = [[[1000.0, 999.0, 0.0]]]
     g = [[[0.0, 0.0, 0.0]]]
     student.add_score(g, lab.TabPolicy(1, 1, 3, copy3(theta)), 0, 0, 1, 1.0)
@@ -167,7 +167,7 @@ def test_large_logits(lab, student):
 
 @given(st.integers(258, 400), st.data())
 def test_large_vocabulary(lab, student, V, data):
-    """the one-hot part marks token v in a vocabulary of hundreds of tokens too (token ids are compared
+    """The one-hot part marks token v in a vocabulary of hundreds of tokens too (token ids are compared
     by value)."""
     v = data.draw(st.integers(257, V - 1), label="v")
     theta = [[[((u * 37) % 11) / 5.0 for u in range(V)]]]  # drawing hundreds of logits is slow, and moot here

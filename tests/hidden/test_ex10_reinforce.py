@@ -135,7 +135,7 @@ def test_matches_reference(lab, student, reference, seed):
 @settings(max_examples=10)
 @given(batches(), st.sampled_from(["mean", "none"]), st.booleans(), st.data())
 def test_matches_the_formula(lab, student, case, baseline, weighted, data):
-    """the gradient is sum_i w_i (R_i - b) grad log pi, b the weighted mean reward (own reward included)."""
+    """The gradient is sum_i w_i (R_i - b) grad log pi, b the weighted mean reward (own reward included)."""
     S, T, V, theta, batch = case
     args = (baseline, normalized(data.draw, len(batch))) if weighted else (baseline,)
     got, what = grad(lab, student, S, T, V, theta, batch, *args)
@@ -145,7 +145,7 @@ def test_matches_the_formula(lab, student, case, baseline, weighted, data):
 @settings(max_examples=6)
 @given(exact_cases())
 def test_exact_enumeration_gives_the_true_gradient(lab, student, case):
-    """with every response weighted by its probability and no baseline, it is the true policy gradient."""
+    """With every response weighted by its probability and no baseline, it is the true policy gradient."""
     S, T, V, theta, rewards = case
     batch, weights = enumerate_all(S, T, V, theta, rewards)
     got, what = grad(lab, student, S, T, V, theta, batch, "none", weights)
@@ -161,7 +161,7 @@ def test_exact_enumeration_gives_the_true_gradient(lab, student, case):
 @settings(max_examples=4)
 @given(exact_cases())
 def test_exact_enumeration_mean_baseline_changes_nothing(lab, student, case):
-    """with every response weighted by its probability, the mean baseline leaves the gradient unchanged."""
+    """With every response weighted by its probability, the mean baseline leaves the gradient unchanged."""
     S, T, V, theta, rewards = case
     batch, weights = enumerate_all(S, T, V, theta, rewards)
     got, what = grad(lab, student, S, T, V, theta, batch, "mean", weights)
@@ -177,7 +177,7 @@ def test_exact_enumeration_mean_baseline_changes_nothing(lab, student, case):
 @settings(max_examples=8)
 @given(batches(), reward, st.booleans(), st.data())
 def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, case, r, weighted, data):
-    """when every reward is the same, the mean baseline makes the gradient zero."""
+    """When every reward is the same, the mean baseline makes the gradient zero."""
     _pin(student, reference)
     S, T, V, theta, batch = case
     batch = [(s, seq, r) for s, seq, _ in batch]
@@ -190,7 +190,7 @@ def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, cas
 @settings(max_examples=6)
 @given(batches(), st.lists(reward, min_size=5, max_size=5), reward, st.sampled_from(["mean", "none"]))
 def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
-    """the gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2)."""
+    """The gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2)."""
     _pin(student, reference)
     S, T, V, theta, batch = case
     b1 = batch
@@ -211,7 +211,7 @@ def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
 @settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
 def test_default_weights_are_one_over_n(lab, student, reference, case, baseline):
-    """leaving out the weights is the same as weights 1/len(batch)."""
+    """Leaving out the weights is the same as weights 1/len(batch)."""
     _pin(student, reference)
     S, T, V, theta, batch = case
     got, what = grad(lab, student, S, T, V, theta, batch, baseline)
@@ -222,7 +222,7 @@ def test_default_weights_are_one_over_n(lab, student, reference, case, baseline)
 @settings(max_examples=6)
 @given(batches(min_size=2), st.sampled_from(["none", None, "zero", "baseline", "Mean"]))
 def test_other_baselines_mean_no_baseline(lab, student, case, baseline):
-    """any baseline other than "mean" means b = 0."""
+    """Any baseline other than "mean" means b = 0."""
     S, T, V, theta, batch = case
     got, what = grad(lab, student, S, T, V, theta, batch, baseline)
     expect_close(got, formula(S, T, V, theta, batch, "none"), what, rel=1e-9, abs=1e-12)
@@ -231,7 +231,7 @@ def test_other_baselines_mean_no_baseline(lab, student, case, baseline):
 @settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
 def test_unvisited_states_get_zero_and_inputs_stay(lab, student, reference, case, baseline):
-    """states with no sample get zero rows, and the policy and batch are not changed."""
+    """States with no sample get zero rows, and the policy and batch are not changed."""
     _pin(student, reference)
     S, T, V, theta, batch = case
     pol = lab.TabPolicy(S, T, V, copy3(theta))

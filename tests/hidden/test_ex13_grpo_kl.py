@@ -64,7 +64,7 @@ def log_softmax(xs):
 
 @given(logp_ref=LOGP, logp=LOGP)
 def test_kl_k3_is_never_negative(student, reference, logp_ref, logp):
-    """k3 is never negative."""
+    """K3 is never negative."""
     _pin_kl(student, reference)
     got = student.kl_k3(logp_ref, logp)
     expect_true(got >= -1e-12, f"kl_k3({logp_ref!r}, {logp!r}) = {got!r} is negative")
@@ -72,14 +72,14 @@ def test_kl_k3_is_never_negative(student, reference, logp_ref, logp):
 
 @given(logp=st.floats(-20.0, 0.0))
 def test_kl_k3_is_zero_when_the_log_probs_agree(student, reference, logp):
-    """k3 is 0 when the two log-probabilities agree."""
+    """K3 is 0 when the two log-probabilities agree."""
     _pin_kl(student, reference)
     expect_close(student.kl_k3(logp, logp), 0.0, call("kl_k3", logp, logp), abs=1e-12)
 
 
 @given(logp_ref=LOGP, gap=st.floats(1e-3, 6.0), sign=st.sampled_from([1.0, -1.0]))
 def test_kl_k3_is_positive_when_the_log_probs_differ(student, reference, logp_ref, gap, sign):
-    """k3 is strictly positive when the two log-probabilities differ."""
+    """K3 is strictly positive when the two log-probabilities differ."""
     _pin_kl(student, reference)
     logp = logp_ref + sign * gap
     got = student.kl_k3(logp_ref, logp)
@@ -88,7 +88,7 @@ def test_kl_k3_is_positive_when_the_log_probs_differ(student, reference, logp_re
 
 @given(logp_ref=LOGP, logp=LOGP)
 def test_kl_k3_matches_reference(student, reference, logp_ref, logp):
-    """k3 = rho - log(rho) - 1 with rho = pi_ref / pi, as the reference computes it."""
+    """K3 = rho - log(rho) - 1 with rho = pi_ref / pi, as the reference computes it."""
     want = reference.kl_k3(logp_ref, logp)
     expect_close(student.kl_k3(logp_ref, logp), want, call("kl_k3", logp_ref, logp), rel=1e-7, abs=1e-12)
 

@@ -154,7 +154,7 @@ def test_choice_and_rng_state_match_the_reference(student, reference, lab, rows,
 
 @given(archives())
 def test_greedy_takes_the_best_score_and_then_the_highest_id(student, lab, rows):
-    """greedy returns a variant of the archive with the best score, the highest id among ties."""
+    """Greedy returns a variant of the archive with the best score, the highest id among ties."""
     archive = build(lab, rows)
     got = student.choose_parent(archive, random.Random(0), "greedy")
     best = max(a.score for a in archive)
@@ -167,7 +167,7 @@ def test_greedy_takes_the_best_score_and_then_the_highest_id(student, lab, rows)
 @settings(max_examples=10)
 @given(archives(), seed, st.sampled_from(["dgm", "uniform"]))
 def test_the_choice_is_a_member_of_the_archive(student, lab, rows, s, mode):
-    """dgm and uniform return a variant of the archive."""
+    """Dgm and uniform return a variant of the archive."""
     archive = build(lab, rows)
     got = student.choose_parent(archive, random.Random(s), mode)
     expect_true(

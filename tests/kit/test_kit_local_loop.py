@@ -255,6 +255,34 @@ def test_every_exercise_function_has_a_docstring_in_the_reference_and_the_stubs(
         assert missing == [], f"{path.relative_to(KIT)}: no docstring for {missing}"
 
 
+def lab_names() -> set[str]:
+    """Every name the reference defines or uses: what a sentence may start with in lower case."""
+    names = set()
+    for node in ast.walk(ast.parse(REFERENCE.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def test_every_suite_test_says_what_it_checks_in_a_sentence():
+    """The first paragraph of a test's docstring is what a student reads beside a failed check: a
+    sentence, upper case first unless it starts with code: a name of the lab (`softmax`, `eps`) or a
+    formula (`exp(x_i)`, `rho = 1`)."""
+    names, problems = lab_names(), []
+    for path in sorted((KIT / "tests").glob("*/test_ex*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            doc = ast.get_docstring(node) or ""
+            word = re.match(r"\w*", doc).group(0)
+            code = word in names or "_" in word or re.match(r" ?[\[(.=]", doc[len(word) :])
+            if not doc or not (word[:1].isupper() or not word[:1].isalpha() or code):
+                problems.append(f"{path.relative_to(KIT)}::{node.name}: {doc[:40]!r}")
+    assert problems == [], "\n".join(problems)
+
+
 # -- messages --------------------------------------------------------------------------------------
 
 

@@ -78,7 +78,7 @@ def test_dgm_weights_count_children_by_id(student, lab):
 
 
 def test_choose_parent_greedy_takes_the_best_score_then_the_highest_id(student, lab):
-    """greedy: the max by (score, id), so a tie on score goes to the higher id; it draws no random numbers."""
+    """Greedy: the max by (score, id), so a tie on score goes to the higher id; it draws no random numbers."""
     A = lab.AgentVariant
     for archive, want_id in (
         ([A(0, frozenset(), 0.5), A(1, frozenset({E}), 0.7, 0), A(3, frozenset({R}), 0.7, 0)], 3),
@@ -97,7 +97,7 @@ def test_choose_parent_greedy_takes_the_best_score_then_the_highest_id(student, 
 
 
 def test_choose_parent_uniform_draws_with_rng_choice(student, lab):
-    """uniform: rng.choice(archive); the rng then continues as after that one call."""
+    """Uniform: rng.choice(archive); the rng then continues as after that one call."""
     archive = small_archive(lab)
     for seed, want_id, next_random in ((1, 1, 0.5692038748222122), (2, 0, 0.09158478740507359)):
         rng = random.Random(seed)
@@ -107,7 +107,7 @@ def test_choose_parent_uniform_draws_with_rng_choice(student, lab):
 
 
 def test_choose_parent_dgm_draws_with_the_weights(student, lab):
-    """dgm: rng.choices(archive, dgm_weights(archive)), one draw; the rng then continues as after it."""
+    """Dgm: rng.choices(archive, dgm_weights(archive)), one draw; the rng then continues as after it."""
     archive = small_archive(lab)
     for seed, want_id, next_random in ((1, 1, 0.8474337369372327), (2, 3, 0.9478274870593494)):
         rng = random.Random(seed)

@@ -37,7 +37,7 @@ def test_call_cost_adds_input_and_output_tokens_at_their_prices(student):
 
 
 def test_breakeven_calls_of_the_default_plans(student):
-    """none -> weights: e_a = 0.009 + 0.4 * 0.1, e_b = 0.00075 + 0.2 * 0.1, so 4420 / (0.049 - 0.02075)."""
+    """None -> weights: e_a = 0.009 + 0.4 * 0.1, e_b = 0.00075 + 0.2 * 0.1, so 4420 / (0.049 - 0.02075)."""
     expect_close(
         student.breakeven_calls(NONE, WEIGHTS, 0.10),
         156460.1769911504,
