@@ -74,16 +74,14 @@ def run_suites(
         ]  # fmt: skip
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
         run, cut = _run_within(command, root, env, timeout)
-        if cut:
-            ran = _records(report_path) if report_path.is_file() else []
-            raise SuiteRunError(f"the suites did not finish within {timeout:g} s", ran)
-        if not report_path.is_file():
-            tail = (run.stdout + run.stderr).strip().splitlines()[-5:]
-            raise SuiteRunError("the test run wrote no report: " + " | ".join(tail))
-        report = json.loads(report_path.read_text())
+        report = _read_report(report_path)
+    if cut:
+        raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
+    if report is None:
+        raise SuiteRunError("the test run wrote no readable report: " + _tail(run))
     if report.get("exitcode") in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
         raise SuiteRunError(f"pytest exited with {report['exitcode']}: " + _tail(run))
-    return [_record(test) for test in report.get("tests", [])]
+    return _records(report)
 
 
 def _run_within(
@@ -107,12 +105,17 @@ def _run_within(
         return subprocess.CompletedProcess(command, process.returncode, out, err), True
 
 
-def _records(report_path: Path) -> list[TestRecord]:
+def _read_report(path: Path) -> dict | None:
+    """pytest-json-report's report, or None where the run wrote none (or a cut run left it unfinished)."""
     try:
-        report = json.loads(report_path.read_text())
+        report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    return [_record(test) for test in report.get("tests", [])]
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _records(report: dict | None) -> list[TestRecord]:
+    return [_record(test) for test in (report or {}).get("tests", [])]
 
 
 def _record(test: dict) -> TestRecord:
