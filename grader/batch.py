@@ -3,7 +3,8 @@ process of its own (its own sandbox: a crash or a hang costs that submission alo
 
 Each submission gets a folder in the results folder: `results.json` (as `grader grade` wrote it, or one
 that says why grading failed), `grade.log` (what the child printed, capped) and `batch.json` (how it went,
-and the grading key). The key is a hash of the submission's files, the kit's version, the inventory,
+and the grading key); a regrade keeps the results.json it replaces as `results.previous.json`, for the
+regrade preview. The key is a hash of the submission's files, the kit's version, the inventory,
 manifest and reference, and the options that change a grade (--exercise, --call-timeout): a run skips a
 submission whose folder holds a completed grading under the same key, unless forced. A grading that
 timed out or crashed is tried again on the next run.
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from grader import __version__
 from grader.grading import SUBMISSION_SECONDS
 from grader.inventory import INVENTORY
-from grader.layout import MANIFEST, REFERENCE
+from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
 from grader.sandbox import proc_stat
@@ -43,8 +44,8 @@ if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
     from rich.progress import Progress as RichProgress
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
-MODULE_FILE = "optimization_toolkit.py"
 POLL_SECONDS = 0.05
+RESULTS, PREVIOUS_RESULTS = "results.json", "results.previous.json"  # in each submission's folder
 LOG_BYTES = 256 * 1024
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
 
@@ -141,7 +142,7 @@ def kept_outcome(entry: Entry, folder: Path, key: str) -> Outcome | None:
     """The outcome an earlier run kept for `entry` under `key`, or None."""
     try:
         record = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
-        document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        document = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if record.get("key") != key or record.get("status") not in KEPT:
@@ -377,9 +378,11 @@ def _finish(job: _Job, options: BatchOptions) -> Outcome:
     _kill(job)  # what a stopped child left behind (a worker whose pytest was killed before it closed it)
     _cap_log(job.folder / "grade.log")
     document = _read_results(job.new_results) if job.process.returncode == 0 and not job.timed_out else None
+    if (job.folder / RESULTS).is_file():
+        os.replace(job.folder / RESULTS, job.folder / PREVIOUS_RESULTS)
     status: Status
     if document is not None:
-        os.replace(job.new_results, job.folder / "results.json")
+        os.replace(job.new_results, job.folder / RESULTS)
         ungraded = document.get("extra_data", {}).get("ungraded")
         status, reason = (UNGRADED, ta_reason(job.entry, document)) if ungraded else (COMPLETED, "")
     else:
@@ -389,7 +392,7 @@ def _finish(job: _Job, options: BatchOptions) -> Outcome:
         else:
             status, reason = CRASHED, _crash_reason(job)
         document = unscored_document(f"Grading {status}: {reason}.", execution_time=seconds)
-        write_results(document, job.folder / "results.json")
+        write_results(document, job.folder / RESULTS)
     record = {"key": job.key, "status": status, "reason": reason, "seconds": round(seconds, 3)}
     _write_json(job.folder / "batch.json", {**record, "file": job.entry.file})
     return Outcome(job.entry, status, reason, document, seconds)

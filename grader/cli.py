@@ -6,6 +6,7 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -263,7 +264,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     identity = kit_identity(root, options)
     kit = {"kit_version": identity["kit_version"], "inventory_hash": identity["inventory"] or ""}
     rows = [grade_row(o, manifest.exercises, kit) for o in outcomes]
-    changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises)
+    changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises, outcomes, options)
     write_rows(grades, rows, manifest.exercises)
     analysis = item_analysis(outcomes, manifest.exercises)
     pairs = (
@@ -302,13 +303,16 @@ def _batch_similarity(root: Path, manifest, entries, folder: Path, title: str) -
 
 
 def _regrade_preview(
-    grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises
+    grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises, outcomes, options
 ) -> list:
     """Whose grade changes against `--compare`'s grades.csv, else the grades.csv about to be replaced
-    (kept beside it as NAME.previous.csv when anything changes); printed before grades.csv is written."""
+    (kept beside it as NAME.previous.csv when anything changes); printed before grades.csv is written.
+    Which results entries changed comes from the earlier results.json: the one a regrade kept, or, for
+    `--compare`, the one in that grades.csv's own results folder, where it is there."""
     import shutil
 
-    from grader.grades import GradesFileError, change_text, read_grades, regrade_changes
+    from grader.batch import PREVIOUS_RESULTS, RESULTS, submission_folder
+    from grader.grades import GradesFileError, change_text, entry_scores, read_grades, regrade_changes
 
     old, against = compared, compare
     if old is None and grades.is_file():
@@ -316,9 +320,17 @@ def _regrade_preview(
             old, against = read_grades(grades), grades
         except GradesFileError as error:
             print(f"{PROG}: {error}; it is replaced without a comparison")
-    if old is None:
+    if old is None or against is None:
         return []
-    changes = regrade_changes(old, rows, exercises)
+    after = {o.entry.file: entry_scores(o.document) for o in outcomes}
+    if against == grades:  # this batch's own folder: what a regrade replaced
+        earlier = [(o, submission_folder(options.results_dir, o.entry) / PREVIOUS_RESULTS) for o in outcomes]
+        earlier = [(o, path) for o, path in earlier if not o.skipped]  # a kept grading replaced nothing
+    else:
+        folder = against.parent / f"{against.stem}-results"
+        earlier = [(o, submission_folder(folder, o.entry) / RESULTS) for o in outcomes]
+    before = {o.entry.file: entry_scores(document) for o, path in earlier if (document := _json(path))}
+    changes = regrade_changes(old, rows, exercises, before, after)
     if against == grades and changes:
         kept = grades.with_name(f"{grades.stem}.previous{grades.suffix}")
         shutil.copy2(grades, kept)
@@ -332,6 +344,15 @@ def _regrade_preview(
     else:
         print(f"{PROG}: no grade changes against {against}")
     return changes
+
+
+def _json(path: Path) -> dict | None:
+    """A JSON object from `path`, or None when it is missing or not one."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
 
 
 def batch_title(module: str, source: Path, today: str | None = None) -> str:

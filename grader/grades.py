@@ -9,7 +9,8 @@ did not reach has empty points (no grade yet, not a zero) and the status "interr
 `kit_version` and `inventory_hash`: what the row was graded with.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
-much, and which exercises' points changed, before the file is replaced.
+much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json
+is known, else which exercises' points, before the file is replaced.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class Change:
     after: str  # and after ("" for one that is gone)
     exercises: tuple[tuple[str, str, str], ...]  # (exercise column, before, after) of those that changed
     kind: str = "changed"  # or "new" (not in the earlier grades.csv), "gone" (not in the new one)
+    entries: tuple[tuple[str, str, str], ...] = ()  # (results entry, before, after), where both are known
+
+    @property
+    def moved(self) -> tuple[tuple[str, str, str], ...]:
+        """What changed, as finely as known: the results entries, else the exercises."""
+        return self.entries or self.exercises
 
     @property
     def delta(self) -> float | None:
@@ -144,11 +151,23 @@ def read_grades(path: Path) -> dict[str, dict[str, str]]:
         raise GradesFileError(f"{what} ({error}): {fix}") from None
 
 
+Entries = Mapping[str, Mapping[str, str]]  # file -> results entry name -> its score (points_text)
+
+
+def entry_scores(document: Mapping) -> dict[str, str]:
+    """A results.json's entries by name, each with its score as grades.csv writes points."""
+    return {str(t.get("name", "")): _number(float(t.get("score") or 0.0)) for t in document.get("tests", [])}
+
+
 def regrade_changes(
-    old: Mapping[str, Mapping[str, str]], rows: Sequence[Mapping[str, str]], exercises: Sequence[Exercise]
+    old: Mapping[str, Mapping[str, str]],
+    rows: Sequence[Mapping[str, str]],
+    exercises: Sequence[Exercise],
+    entries_before: Entries | None = None,
+    entries_after: Entries | None = None,
 ) -> list[Change]:
     """The submissions whose total or exercise points differ between `old` and the new `rows`, in the
-    new rows' order (then those gone)."""
+    new rows' order (then those gone); with the entries of both results.json where known."""
     changes = []
     for row in rows:
         before = old.get(row["file"])
@@ -161,9 +180,10 @@ def regrade_changes(
             if before.get(e.label, "") != row[e.label]
         )
         if moved or before.get("total_points_earned", "") != row["total_points_earned"]:
-            changes.append(
-                Change(row["file"], before.get("total_points_earned", ""), row["total_points_earned"], moved)
-            )
+            file = row["file"]
+            entries = _moved_entries((entries_before or {}).get(file), (entries_after or {}).get(file))
+            total = before.get("total_points_earned", "")
+            changes.append(Change(row["file"], total, row["total_points_earned"], moved, entries=entries))
     new = {row["file"] for row in rows}
     changes += [
         Change(file, row.get("total_points_earned", ""), "", (), "gone")
@@ -173,14 +193,27 @@ def regrade_changes(
     return changes
 
 
+def _moved_entries(
+    before: Mapping[str, str] | None, after: Mapping[str, str] | None
+) -> tuple[tuple[str, str, str], ...]:
+    if before is None or after is None:
+        return ()
+    names = [*after, *(name for name in before if name not in after)]
+    return tuple(
+        (name, before.get(name, ""), after.get(name, ""))
+        for name in names
+        if before.get(name, "") != after.get(name, "")
+    )
+
+
 def change_text(change: Change) -> str:
-    """One line of the preview: "bob.py: 57.5 -> 60 (+2.5): 8 softmax 0 -> 2.5"."""
+    """One line of the preview: "bob.py: 57.5 -> 60 (+2.5): 8 softmax: hidden checks 0 -> 2.5"."""
     if change.kind == "new":
         return f"{change.file}: new, {change.after or 'no grade yet'}"
     if change.kind == "gone":
         return f"{change.file}: gone (was {change.before or 'no grade'})"
     delta = change.delta
     moved = f" ({'+' if delta > 0 else ''}{points_text(delta)})" if delta else ""
-    parts = "; ".join(f"{label} {b or '-'} -> {a or '-'}" for label, b, a in change.exercises)
+    parts = "; ".join(f"{label} {b or '-'} -> {a or '-'}" for label, b, a in change.moved)
     totals = f"{change.before or '-'} -> {change.after or '-'}"
     return f"{change.file}: {totals}{moved}" + (f": {parts}" if parts else "")

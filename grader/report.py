@@ -299,7 +299,7 @@ def report_html(
 
 
 def _changes_section(changes: Sequence[Change]) -> str:
-    """Whose grade the regrade changes, and which exercises' points (empty: none)."""
+    """Whose grade the regrade changes, and which entries (or exercises) changed (empty: none)."""
     if not changes:
         return ""
     rows = [
@@ -309,11 +309,11 @@ def _changes_section(changes: Sequence[Change]) -> str:
             _e(c.before),
             _e(c.after),
             "" if c.delta is None else _e(("+" if c.delta > 0 else "") + points_text(c.delta)),
-            "; ".join(f"{_e(label)}: {_e(b or '-')} &rarr; {_e(a or '-')}" for label, b, a in c.exercises),
+            "; ".join(f"{_e(label)}: {_e(b or '-')} &rarr; {_e(a or '-')}" for label, b, a in c.moved),
         ]
         for c in changes
     ]
-    header = ["file", "", "total before", "total after", "change", "exercises changed"]
+    header = ["file", "", "total before", "total after", "change", "what changed"]
     return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
 
 

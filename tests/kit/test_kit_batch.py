@@ -324,8 +324,19 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
     assert code == 0 and "1 graded now, 1 kept from an earlier run" in out
     assert rows(grades)["submission_102"]["percent_correct"] == "100"
-    preview = "submission_102: 0 -> 7 (+7): 8 softmax 0 -> 3; 12 group advantages 0 -> 4"
+    entries = "; ".join(
+        f"{exercise}: {suite} checks 0 -> {points}"
+        for exercise, suite, points in (
+            ("8 softmax", "visible", "1.07"), ("8 softmax", "hidden", "1.93"),
+            ("12 group advantages", "visible", "1.12"), ("12 group advantages", "hidden", "2.88"),
+        )
+    )  # fmt: skip
+    preview = f"submission_102: 0 -> 7 (+7): {entries}"  # which entries, from the results.json it replaced
     assert f"1 grade change against {grades}:\n  {preview}\n" in out  # printed before it is replaced
+    assert (
+        "grades-results" not in preview
+        and (results.parent.parent / "submission_102" / "results.previous.json").is_file()
+    )
     assert rows(grades.with_name("grades.previous.csv")) == first  # the earlier one, kept beside it
     assert "Regrade: 1 grade changed" in (grades.parent / "report.html").read_text(encoding="utf-8")
 
@@ -516,7 +527,7 @@ def test_the_title_names_the_assignment_the_folder_and_the_date(tmp_path: Path, 
     )
 
 
-def test_a_regrade_lists_whose_grade_changes_and_which_exercises() -> None:
+def test_a_regrade_lists_whose_grade_changes_and_which_entries() -> None:
     exercises = [
         Exercise(i, t, "p", (t,), 5, "visible", "property") for i, t in ((8, "softmax"), (12, "adv"))
     ]
@@ -537,6 +548,23 @@ def test_a_regrade_lists_whose_grade_changes_and_which_exercises() -> None:
         "gone.py: gone (was 0)",
     ]
     assert changes[0].delta == -1.25 and changes[0].exercises == (("8 softmax", "5", "3.75"),)
+    before = {
+        "a.py": {
+            "8 softmax: visible checks": "2",
+            "8 softmax: hidden checks": "3",
+            "12 adv: hidden checks": "2.5",
+        }
+    }
+    after = {
+        "a.py": {
+            "8 softmax: visible checks": "2",
+            "8 softmax: hidden checks": "1.75",
+            "12 adv: hidden checks": "2.5",
+        }
+    }
+    with_entries = regrade_changes(old, new, exercises, before, after)
+    assert change_text(with_entries[0]) == "a.py: 7.5 -> 6.25 (-1.25): 8 softmax: hidden checks 3 -> 1.75"
+    assert with_entries[1:] == changes[1:]  # no earlier results.json for the others: as before
 
 
 def test_a_csv_cell_never_starts_a_formula() -> None:
