@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# Set up, then grade every example submission in examples/submissions/ and print a table of scores.
-# Each submission's results.json goes to examples/results/<name>.json.
+# Set up, then grade every example submission in examples/submissions/ as a TA would, with
+# `grader batch`: it prints each one's score, and writes examples/results/grades.csv, the report, and
+# each submission's results.json under examples/results/grades-results/<name>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
 py=.venv/bin/python
 "$py" -m grader build --check >/dev/null
-mkdir -p examples/results
-printf '%-28s %8s\n' "submission" "score"
-for submission in examples/submissions/*; do
-  name=$(basename "$submission")
-  "$py" -m grader grade "$submission" -o "examples/results/${name%.*}.json" >/dev/null
-  "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); print(f'{sys.argv[2]:28s} {d[\"score\"]:8.2f}')" \
-    "examples/results/${name%.*}.json" "$name"
-done
+exec "$py" -m grader batch examples/submissions -o examples/results/grades.csv --force "$@"
