@@ -251,6 +251,13 @@ def uniform_program(instruction):
 def bootstrap_demos(prog, train, rng, params=ToyParams(), meter=None, max_per_kind=2, keep_all=False):
     """Bootstrapped few-shot: run the program on training examples and keep traces that pass the metric
     (exact match). keep_all=True skips the filter, to show what the filter is worth.
+
+    Every example of train gets one t = rollout(prog, ex, rng, params, meter), in training order, even once
+    its kind is full: rollout makes the only rng draws (rng.random(), and rng.randrange(3) on a miss) and
+    charges the meter (when given) one rollout and its tokens. A trace is kept when t.correct (or keep_all)
+    and its kind has fewer than max_per_kind demos so far, as Demo(ex.id, ex.kind, t.output, t.correct);
+    so max_per_kind=0 or an empty train gives []. Returns a new list in training order; prog and train are
+    not changed.
     """
     demos, per = [], {}
     for ex in train:
@@ -323,6 +330,13 @@ def ucb_choice(stats, rng, surrogate=True, explore=0.25):
     best mean plus an exploration bonus 0.5 / sqrt(pulls + 1) (an untried option has mean 0.5), and with
     probability `explore` pick uniformly at random. With the surrogate off, always pick uniformly at
     random.
+
+    stats is a non-empty list; an option's mean is its sum / pulls (0.5 when pulls is 0). Returns an int
+    index into stats; stats is not changed. The rng calls, in order: with the surrogate off, one
+    rng.randrange(len(stats)) and nothing else. With it on, first one rng.random(); if that is below
+    `explore`, rng.randrange(len(stats)); otherwise rng.choice(tied), tied being the list, in index order,
+    of the options whose mean + 0.5 / sqrt(pulls + 1) is within 1e-12 of the best (float rounding is a tie),
+    drawn even when it holds a single option. So explore=0.0 never explores and explore=1.0 always does.
     """
     if not surrogate or rng.random() < explore:
         return rng.randrange(len(stats))
@@ -527,6 +541,14 @@ def tg_backward(graph, loss_text):
 def tg_step(graph):
     """Textual gradient descent: for every variable with gradients, add the one most-asked rule word to its
     value, then clear the gradients. Returns the modules that changed.
+
+    graph: [(module, TGVar), ...]; each gradient reads "consider naming: w1, w2, ...". For a variable with
+    requires_grad and gradients, count how often each word is asked for across all of its gradients; the
+    word added is the most counted one that is not already a word of its value (value.split()), ties
+    alphabetical; the value becomes value.rstrip(".") + " " + word. When every counted word is already
+    there, the value stays. The caller's TGVar objects change in place: every variable's grads is emptied
+    (frozen ones and ones that did not change too); a frozen variable's value never changes; role and
+    requires_grad stay. Returns a list of the modules whose value changed, in graph order ([] if none).
     """
     changed = []
     for module, var in graph:
@@ -579,6 +601,14 @@ def _pareto(scores):
     pseudo-code in the GEPA paper [1]). Remove dominated candidates, lowest index first, until none is
     left. Returns (survivors, wins) where wins[i] is the set of candidates that reach the best score on i.
     Note that an instance on which every candidate scores 0 counts as a tie won by all of them.
+
+    scores: a non-empty list of equal-length, non-empty lists of numbers; it is not changed. Scores are
+    compared exactly (==, no tolerance). wins is a list of sets, one per instance in instance order;
+    survivors is a set of candidate indices. A candidate that wins no instance never survives. Removal
+    is one candidate at a time: remove the lowest-index dominated survivor, then check again from the
+    lowest index (a removal can leave another candidate the only surviving winner of an instance, which
+    saves it). So the front is never empty, every instance's best score is reached by a survivor, and of
+    identical candidates only the last can survive.
     """
     n_cand, n_inst = len(scores), len(scores[0])
     wins = []
@@ -623,6 +653,14 @@ def reflect_update(instruction, traces, module):
     """The mock reflection LM. It reads failure feedback for this module and adds the rule word that failures
     asked for most often. If no failure names a missing rule, it returns the instruction unchanged (the
     failures look like noise).
+
+    traces: a list of Trace. Only traces with correct False and t.module == module count, and only those
+    whose feedback starts "fail: kind X needs the rule 'w'" (as feedback_text writes it); each asks for its
+    word w once. Noise feedback ("... is stated, so this miss looks like noise") asks for nothing. The word
+    added is the most asked word that is not already a word of the instruction (instruction.split()), ties
+    alphabetical; the result is instruction.rstrip(".") + " " + word. Otherwise (no traces, no asked word
+    missing) the instruction comes back as it was, trailing '.' and all. The order of the traces does not
+    matter. Returns a str; the traces are not changed.
     """
     counts = {}
     for t in traces:
@@ -763,7 +801,13 @@ def zeros_like(policy):
 
 
 def add_score(g, policy, s, t, v, w):
-    """g += w * grad of log pi(v | s, t) with respect to the logits (onehot minus probabilities)."""
+    """g += w * grad of log pi(v | s, t) with respect to the logits (onehot minus probabilities).
+
+    g is a table shaped like zeros_like(policy) (g[s][t][u]). With p = policy.probs(s, t) (the stable
+    softmax: logits like 1000 give finite values), for every u in range(policy.V) add
+    w * ((1.0 if u == v else 0.0) - p[u]) to g[s][t][u]: it adds to what g holds, it does not overwrite.
+    Only g[s][t] changes, in place; the added entries sum to 0. Returns None; the policy is not changed.
+    """
     p = policy.probs(s, t)
     for u in range(policy.V):
         g[s][t][u] += w * ((1.0 if u == v else 0.0) - p[u])
@@ -820,6 +864,13 @@ def collect(policy, env, rng, n):
 def reinforce_grad(policy, batch, baseline="mean", weights=None):
     """Policy gradient with a baseline: mean over samples of (R - b) * grad log pi(response). weights
     (optional) make the 'mean' a weighted mean, which lets tests enumerate all responses.
+
+    batch: a non-empty list of (state, response tokens, reward). weights: one per sample, used as given
+    (not normalised); None means 1 / len(batch) each. baseline == "mean" gives b = sum_i w_i * R_i (each
+    sample's own reward included); any other value ("none", for one) gives b = 0. For every
+    sample i and position t of its response, add_score(g, policy, s_i, t, seq_i[t], w_i * (R_i - b)).
+    Returns a new table shaped like zeros_like(policy): states with no sample stay 0. So equal rewards
+    with the mean baseline give a zero gradient. Neither the policy nor the batch is changed.
     """
     w = weights if weights is not None else [1.0 / len(batch)] * len(batch)
     b = sum(wi * R for wi, (_, _, R) in zip(w, batch)) if baseline == "mean" else 0.0
@@ -1013,6 +1064,15 @@ def grpo_objective(policy, ref, groups, cfg=GRPOConfig()):
 def grpo_grad(policy, ref, groups, cfg=GRPOConfig()):
     """Analytic gradient of grpo_objective with respect to the logits. For the KL term, d k3 / d log pi = 1 -
     rho, where rho = pi_ref / pi.
+
+    groups: a list of Group; the advantages are gr.adv as given (the rewards and cfg.std_norm are not
+    used here), responses may differ in length. For every group gr, response q (with advantage A and
+    old log-probabilities lpo) and position t, with v = q[t]: lp = policy.logp_tok(gr.s, t, v),
+    r = exp(lp - lpo[t]), rho = exp(ref.logp_tok(gr.s, t, v) - lp), and
+    c = (A * r if clip_flows(A, r, cfg.clip) else 0.0) - cfg.beta * (1 - rho): the KL term counts even
+    where the clip holds the surrogate. The token adds add_score(g, policy, gr.s, t, v,
+    w * c / (len(gr.seqs) * len(groups))), w = 1 / len(q) with cfg.length_norm, else 1. Returns a new
+    table shaped like zeros_like(policy); no argument is changed.
     """
     g = zeros_like(policy)
     for gr in groups:
@@ -1078,13 +1138,27 @@ def filter_rollouts(rollouts, min_reward=1.0):
 
 
 def token_reverse_kl(student, teacher, s, seq):
-    """Per-token sampled reverse-KL terms: log pi_student - log pi_teacher at each sampled token."""
+    """Per-token sampled reverse-KL terms: log pi_student - log pi_teacher at each sampled token.
+
+    Returns a new list with one term per token of seq (which may be shorter than T), in order: term t is
+    student.logp_tok(s, t, seq[t]) - teacher.logp_tok(s, t, seq[t]) (natural logs). Every term is 0 when
+    the two policies agree, and swapping them negates every term; a term can be negative. Neither policy
+    is changed.
+    """
     return [student.logp_tok(s, t, v) - teacher.logp_tok(s, t, v) for t, v in enumerate(seq)]
 
 
 def on_policy_distill_grad(student, teacher, samples, weights=None):
     """Samples come from the STUDENT. Reward at each token = -(log pi_s - log pi_t), discount 0: the token's
     advantage is just its own reward. Gradient = mean of reward * grad log pi_s.
+
+    samples: a non-empty list of (state, response tokens); responses may differ in length. weights: one
+    per sample, used as given (not normalised); None means 1 / len(samples) each. There is no baseline.
+    With k = token_reverse_kl(student, teacher, s, seq), every sample i and position t adds
+    add_score(g, student, s, t, seq[t], w_i * -k[t]). Returns a new table shaped like zeros_like(student):
+    0 when the student is the teacher; with every (state, response) weighted by its exact probability
+    under the student (states uniform), minus the gradient of exact_reverse_kl(student, teacher). No
+    argument is changed.
     """
     w = weights if weights is not None else [1.0 / len(samples)] * len(samples)
     g = zeros_like(student)
@@ -1199,6 +1273,12 @@ def dgm_weights(archive, lam=10.0, alpha0=0.5):
     """Parent-selection weights from the DGM paper [2]: w_i = sigmoid(lam (score_i - alpha0)) / (1 + n_i),
     n_i = number of children already in the archive. I read 'functioning children' as all archived
     children, because only functioning variants are archived here.
+
+    archive: a list of AgentVariant. sigmoid(x) = 1 / (1 + exp(-x)). n_i counts the variants of the
+    archive whose parent equals variant i's id (by id, not by position; a parent id that is no variant's
+    counts for nobody), so a variant's weight halves with its first child. Returns a new list of floats,
+    one per variant in archive order, not normalised (dgm_parent_probs does that); lam and alpha0 may be
+    given by keyword. The archive is not changed.
     """
     out = []
     for a in archive:
