@@ -12,7 +12,7 @@
 #       grader batch /submissions -o /out/grades.csv
 FROM ubuntu:22.04
 
-ARG EXTRAS=batch
+ARG EXTRAS=batch,cluster
 WORKDIR /opt/optlab
 COPY . .
 RUN scripts/setup.sh
