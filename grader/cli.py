@@ -100,9 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         "batch", help=summary, description=summary, parents=[root_option, grading_options]
     )
     batch_command.add_argument("source", type=Path, metavar="SOURCE")
-    batch_command.add_argument(
+    where = batch_command.add_mutually_exclusive_group()
+    where.add_argument(
         "-j", "--jobs", type=int, default=None, metavar="N", help="submissions at once (default: CPUs)"
     )
+    where.add_argument(
+        "--cluster", default=None, metavar="ADDRESS",
+        help="grade on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; needs .[cluster])",
+    )  # fmt: skip
     batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
@@ -235,7 +240,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
-        tuple(args.exercise or ()), args.timeout,
+        tuple(args.exercise or ()), args.timeout, args.cluster,
     )  # fmt: skip
     reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
     outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
@@ -250,7 +255,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
         if roster.skipped:
             print(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
                   f"submission: {_names(roster.skipped)}")  # fmt: skip
-        print(machine_layers().summary())
+        if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
+            print(machine_layers().summary())
         try:
             outcomes = run_batch(root, roster.entries, options, progress)
         except BatchInterrupted as stop:
@@ -279,6 +285,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
+        if str(interrupted) not in ("", "SIGINT", "SIGTERM"):  # stopped for a reason of its own
+            print(f"{PROG}: {interrupted}", file=sys.stderr)
         print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
               f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
