@@ -104,6 +104,7 @@ class Graded:
     timed_out: bool
     seconds: float
     failure: str = ""  # why it failed, where the child's exit cannot tell (its worker was lost, ...)
+    worker: str = ""  # the cluster worker that graded it ("": this machine)
 
 
 class BatchInterrupted(KeyboardInterrupt):
@@ -458,6 +459,8 @@ def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options
         document = unscored_document(f"Grading {status}: {reason}.", execution_time=graded.seconds)
     write_results(document, folder / "results.json")
     record = {"key": key, "status": status, "reason": reason, "seconds": round(graded.seconds, 3)}
+    if graded.worker:
+        record["worker"] = graded.worker
     _write_json(folder / "batch.json", {**record, "file": entry.file})
     return Outcome(entry, status, reason, document, graded.seconds)
 

@@ -73,11 +73,10 @@ class Parcel:
 
 @dataclass(frozen=True)
 class Returned:
-    """What a worker hands back: how the child ended, what it printed, and which worker it was."""
+    """What a worker hands back: how the child ended (and on which worker), and what it printed."""
 
     graded: Graded
     log: bytes
-    worker: str
 
 
 # -- on the worker ----------------------------------------------------------------------------------
@@ -112,7 +111,7 @@ def grade_on_worker(parcel: Parcel, options: BatchOptions) -> Returned:
         submission = unpack(parcel, Path(scratch) / "submission")
         here = dataclasses.replace(options, results_dir=Path(scratch) / "results", cluster=None)
         graded, log = grade_one(root, Entry(parcel.file, submission), here, lambda: _released(key))
-    return Returned(graded, log, worker.address)
+    return Returned(dataclasses.replace(graded, worker=worker.address), log)
 
 
 def _released(key: Key) -> bool:
@@ -155,11 +154,18 @@ def connect(address: str) -> Client:
     """A client of the scheduler at `address`, reached within CONNECT_SECONDS."""
     try:
         from distributed import Client
+        from distributed.comm.addressing import get_address_host_port
     except ImportError:
         raise ClusterError(
             "grader batch --cluster needs Dask: install the kit's cluster extra (pip install '.[cluster]')"
         ) from None
     _quiet()
+    try:  # a malformed address is refused here: a Client half made of one hangs as it is collected
+        get_address_host_port(address)
+    except ValueError as error:
+        raise ClusterError(
+            f"{address}: not a scheduler's address ({error}): give it as tcp://HOST:PORT"
+        ) from None
     try:
         return Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
     except (OSError, TimeoutError, ValueError, TypeError) as error:
@@ -179,6 +185,8 @@ def grade_on_cluster(
     try:
         with _stoppable():
             _Dispatch(client, root, todo, options, done).run()
+    except (OSError, TimeoutError) as error:  # the scheduler lost: stopped as Ctrl-C stops a batch
+        raise KeyboardInterrupt(f"lost the Dask scheduler at {options.cluster}: {_one_line(error)}") from None
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=10)
