@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 CONNECT_SECONDS = 20.0  # to reach the scheduler
 NO_WORKER_SECONDS = 60.0  # a batch with no worker of its kit for this long stops
 REFRESH_SECONDS = 5.0  # how often workers that joined are asked for their kit
+ASK_SECONDS = 15.0  # for a worker to say its kit; one silent is asked again at the next refresh
 POLL_SECONDS = 0.5
 TASK_RETRIES = 1  # a task that raised (not a failed grading: that is an outcome) runs once more
 RESULT_MARGIN = 120.0  # the client's bound on a task: twice the batch's --timeout and this
@@ -249,14 +250,37 @@ class _Dispatch:
         and one with another kit is named once, with what to install."""
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         new = [address for address in workers if address not in self.kits]
-        if new:
-            asked = self.client.run(worker_kit, workers=new, on_error="return")
-            for address in new:
-                answer = asked.get(address)
-                self.kits[address] = answer if isinstance(answer, dict) else None
-                if not self._matches(address):
-                    print(f"grader: {self._mismatch(address, answer)}", file=sys.stderr, flush=True)
+        for address, answer in self._ask(new).items():
+            self.kits[address] = answer if isinstance(answer, dict) else None
+            if not self._matches(address):
+                print(f"grader: {self._mismatch(address, answer)}", file=sys.stderr, flush=True)
         return {a: int(w.get("nthreads", 1)) for a, w in workers.items() if self._matches(a)}
+
+    def _ask(self, addresses: list[str]) -> dict[str, object]:
+        """Each worker's kit (or why it cannot tell), asked by a task of its own, so that a worker that
+        never answers costs ASK_SECONDS (and is left out until it answers), not a hang."""
+        asked = {
+            address: self.client.submit(
+                worker_kit,
+                key=f"kit-{uuid.uuid4().hex}",
+                pure=False,
+                workers=[address],
+                allow_other_workers=False,
+            )  # fmt: skip
+            for address in addresses
+        }
+        deadline = time.monotonic() + ASK_SECONDS
+        while any(f.status == "pending" for f in asked.values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        answers: dict[str, object] = {}
+        for address, future in asked.items():
+            if future.status == "finished":
+                answers[address] = future.result()
+            elif future.status == "error":
+                answers[address] = future.exception()
+            else:
+                self.client.cancel([future], force=True)
+        return answers
 
     def _matches(self, address: str) -> bool:
         kit = self.kits.get(address)

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -262,6 +263,30 @@ def test_a_client_interrupted_resumes(cluster: Cluster, local: dict, tmp_path: P
     same_as_local(local, grades)
     with open(grades, newline="", encoding="utf-8") as handle:
         assert len(list(csv.DictReader(handle))) == 4  # each once
+
+
+def test_a_worker_that_never_answers_costs_a_bound_not_a_hang(
+    cluster: Cluster, local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.worker("frozen")
+    monkeypatch.setattr(grader.cluster, "RESULT_MARGIN", 0.0)  # the client's bound: twice --timeout
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(local["source"] / "ada_full.py", source)
+    grades = tmp_path / "out" / "grades.csv"
+    args = ["-o", str(grades), "--cluster", cluster.address, "--timeout", "5", *SELECTION]
+    client = threading.Thread(target=lambda: ended.append(batch(str(source), *args)), daemon=True)
+    ended: list[tuple[int, str, str]] = []
+    client.start()
+    deadline = time.monotonic() + START_SECONDS
+    while not cluster.gradings("frozen") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(cluster.processes["frozen"].pid, signal.SIGSTOP)  # alive to the scheduler, answering nothing
+    client.join(timeout=BATCH_SECONDS)
+    assert ended and ended[0][0] == 0, ended
+    status = rows(grades)["ada_full.py"]["grading_status"]
+    assert status == "timed out: no result came back from the cluster within 10 s"
+    assert records(grades)["ada_full.py"]["status"] == "timed out"  # tried again on the next run
 
 
 @pytest.mark.parametrize(
