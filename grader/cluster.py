@@ -51,9 +51,10 @@ CONNECT_SECONDS = 20.0  # to reach the scheduler
 NO_WORKER_SECONDS = 60.0  # a batch with no worker of its kit for this long stops
 REFRESH_SECONDS = 5.0  # how often workers that joined are asked for their kit
 ASK_SECONDS = 15.0  # for a worker to say its kit; one silent is asked again at the next refresh
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.2
 TASK_RETRIES = 1  # a task that raised (not a failed grading: that is an outcome) runs once more
 RESULT_MARGIN = 120.0  # the client's bound on a task: twice the batch's --timeout and this
+QUEUED = 2  # tasks sent per worker thread: one grading, one waiting, so no thread idles between two
 INSTALL = "pip install -e '.[cluster]' in a checkout of the same commit, or the image built from it"
 KIT_KEYS = ("kit_version", "inventory", "manifest", "reference")  # what a worker's kit must match
 
@@ -202,8 +203,8 @@ class _Task:
 
 
 class _Dispatch:
-    """Submissions to the workers of this kit, as many at once as they have threads; outcomes recorded
-    as they come back."""
+    """Submissions to the workers of this kit, QUEUED per thread (a task waits at most one grading before
+    it starts: within the client's bound); outcomes recorded as they come back."""
 
     def __init__(
         self,
@@ -304,7 +305,7 @@ class _Dispatch:
                 f"({_kit_text(self.kit)}): install it on them ({INSTALL})")  # fmt: skip
 
     def _submit(self, matching: dict[str, int]) -> None:
-        while self.waiting and len(self.running) < sum(matching.values()):
+        while self.waiting and len(self.running) < QUEUED * sum(matching.values()):
             entry, key = self.waiting.popleft()
             self._send(entry, key, matching)
 
