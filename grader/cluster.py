@@ -187,8 +187,6 @@ def grade_on_cluster(
     try:
         with _stoppable():
             _Dispatch(client, root, todo, options, done).run()
-    except (OSError, TimeoutError) as error:  # the scheduler lost: stopped as Ctrl-C stops a batch
-        raise KeyboardInterrupt(f"lost the Dask scheduler at {options.cluster}: {_one_line(error)}") from None
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=10)
@@ -249,7 +247,11 @@ class _Dispatch:
     def _refresh(self) -> dict[str, int]:
         """The workers of this kit now, with their threads; a worker new to the batch is asked its kit,
         and one with another kit is named once, with what to install."""
-        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        except (OSError, TimeoutError) as error:  # the scheduler lost: stopped as Ctrl-C stops a batch
+            lost = f"lost the Dask scheduler at {self.options.cluster}: {_one_line(error)}"
+            raise KeyboardInterrupt(lost) from None
         new = [address for address in workers if address not in self.kits]
         for address, answer in self._ask(new).items():
             self.kits[address] = answer if isinstance(answer, dict) else None
