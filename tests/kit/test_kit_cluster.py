@@ -305,6 +305,15 @@ def test_a_scheduler_not_reached_is_one_line(
     assert len(err.strip().splitlines()) == 1
 
 
+def test_without_dask_the_cluster_is_one_line(
+    local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the cluster extra were not installed
+    code, _, err = batch(str(local["source"]), "-o", str(tmp_path / "grades.csv"), "--cluster", "tcp://h:1")
+    assert code == 2 and "grader batch --cluster needs Dask: install the kit's cluster extra" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_jobs_and_a_cluster_are_one_or_the_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as stopped:  # argparse's own refusal
         batch(str(tmp_path), "-j", "2", "--cluster", "tcp://127.0.0.1:9")
