@@ -289,6 +289,28 @@ def test_a_worker_that_never_answers_costs_a_bound_not_a_hang(
     assert records(grades)["ada_full.py"]["status"] == "timed out"  # tried again on the next run
 
 
+def test_the_last_worker_lost_stops_the_batch_as_ctrl_c_does(
+    cluster: Cluster, local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.worker("only")
+    monkeypatch.setattr(grader.cluster, "NO_WORKER_SECONDS", 3.0)
+    grades = tmp_path / "out" / "grades.csv"
+    args = ["-o", str(grades), "--cluster", cluster.address, *SELECTION]
+    client = threading.Thread(target=lambda: ended.append(batch(str(local["source"]), *args)), daemon=True)
+    ended: list[tuple[int, str, str]] = []
+    client.start()
+    deadline = time.monotonic() + START_SECONDS
+    while not cluster.gradings("only") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cluster.lose("only")  # mid-grading, and no other worker
+    client.join(timeout=BATCH_SECONDS)
+    assert ended, "the batch did not end"
+    code, out, err = ended[0]
+    assert code == 130 and "no worker with this kit left for 3 s" in err, err
+    statuses = [row["grading_status"] for row in rows(grades).values()]  # written for what finished
+    assert len(statuses) == 4 and any(s.startswith("interrupted: ") for s in statuses)
+
+
 @pytest.mark.parametrize(
     ("address", "message"),
     [
