@@ -24,6 +24,8 @@ import pytest
 
 import grader.cluster
 from grader.batch import _descendants
+from grader.cluster import ClusterError, Parcel, pack, unpack
+from grader.roster import Entry, content_hash
 from tests.kit.conftest import KIT
 from tests.kit.test_kit_batch import SELECTION, batch, rows
 
@@ -334,6 +336,17 @@ def test_without_dask_the_cluster_is_one_line(
     code, _, err = batch(str(local["source"]), "-o", str(tmp_path / "grades.csv"), "--cluster", "tcp://h:1")
     assert code == 2 and "grader batch --cluster needs Dask: install the kit's cluster extra" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_parcel_carries_the_files_the_grading_key_covers(tmp_path: Path) -> None:
+    source = submissions(tmp_path / "in")
+    for entry in (Entry("eve", source / "eve"), Entry("dana.zip", source / "dana_submission.zip")):
+        unpacked = unpack(pack(entry), tmp_path / "out" / entry.file)
+        assert unpacked.name == entry.path.name and content_hash(unpacked) == content_hash(entry.path)
+    climbing = Parcel("x", "x", {"../outside.py": b"x = 1\n"})
+    with pytest.raises(ClusterError, match="outside its submission"):
+        unpack(climbing, tmp_path / "climb")
+    assert not (tmp_path / "climb" / "outside.py").exists()
 
 
 def test_jobs_and_a_cluster_are_one_or_the_other(tmp_path: Path) -> None:
