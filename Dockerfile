@@ -10,9 +10,11 @@
 #   # a folder of submissions (or an export zip): grades.csv and report.html in ./out
 #   docker run --rm -v "$PWD/submissions:/submissions:ro" -v "$PWD/out:/out" optlab-grader \
 #       grader batch /submissions -o /out/grades.csv
+#   # a Dask worker for grader batch --cluster (the README's "Grading on a cluster"; the cluster extra)
+#   docker run --rm --network host optlab-grader dask worker tcp://SCHEDULER:8786 --nthreads 4
 FROM ubuntu:22.04
 
-ARG EXTRAS=batch
+ARG EXTRAS=batch,cluster
 WORKDIR /opt/optlab
 COPY . .
 RUN scripts/setup.sh

@@ -72,8 +72,9 @@ def make_class(folder: Path, count: int, seed: int = 0) -> dict[str, int]:
     return {kind: kinds.count(kind) for kind in sorted(set(kinds))}
 
 
-def run_batch(source: Path, out: Path, jobs: int, exercises: list[str]) -> float:
-    command = [sys.executable, "-m", "grader", "--root", str(KIT), "batch", str(source), "-j", str(jobs)]
+def run_batch(source: Path, out: Path, where: list[str], exercises: list[str]) -> float:
+    """Wall seconds of one `grader batch` of `source` into `out`, on `where` (-j N or --cluster A)."""
+    command = [sys.executable, "-m", "grader", "--root", str(KIT), "batch", str(source), *where]
     command += ["-o", str(out / "grades.csv"), *exercises]
     started = time.perf_counter()
     run = subprocess.run(command, cwd=KIT, capture_output=True, text=True)
@@ -135,7 +136,7 @@ def main() -> None:
         print(f"exercises: {', '.join(args.exercise) or 'all'}\n")
         for j in jobs:
             out = Path(scratch) / f"j{j}"
-            wall = run_batch(source, out, j, exercises)
+            wall = run_batch(source, out, ["-j", str(j)], exercises)
             walls, tests, failed = per_submission(out)
             rates[j] = 60 * args.count / wall
             report(j, wall, rates[j], per_submission(out))

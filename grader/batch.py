@@ -12,6 +12,10 @@ timed out or crashed is tried again on the next run.
 A child that runs past the wall-clock bound, and every child when the batch is interrupted (Ctrl-C, or
 SIGTERM), is stopped: SIGINT to its pytest (which then closes the sandbox), then after a grace period
 SIGKILL to its process group and to every process that was below it (a worker has a session of its own).
+
+Where the children run is the engine's choice: this machine's pool here, a Dask cluster's workers with
+`--cluster` (grader.cluster, which runs one child per task with `grade_one` and hands back a `Graded`);
+deciding what to grade, and recording how each grading went (`record_grading`), are the same for both.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 POLL_SECONDS = 0.05
-RESULTS, PREVIOUS_RESULTS = "results.json", "results.previous.json"  # in each submission's folder
+# In each submission's folder:
+RESULTS, PREVIOUS_RESULTS = "results.json", "results.previous.json"
+GRADE_LOG, BATCH_RECORD = "grade.log", "batch.json"
 LOG_BYTES = 256 * 1024
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
 
@@ -68,6 +74,7 @@ class BatchOptions:
     call_timeout: float | None = None
     exercises: tuple[int, ...] = ()
     timeout: float = SUBMISSION_SECONDS
+    cluster: str | None = None  # a Dask scheduler's address: grade on its workers (grader.cluster)
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,18 @@ class Outcome:
     @property
     def failed(self) -> bool:
         return self.status != COMPLETED
+
+
+@dataclass(frozen=True)
+class Graded:
+    """How one `grader grade` child ended, wherever it ran: its results.json (None: none readable)."""
+
+    document: dict | None
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    failure: str = ""  # why it failed, where the child's exit cannot tell (its worker was lost, ...)
+    worker: str = ""  # the cluster worker that graded it ("": this machine)
 
 
 class BatchInterrupted(KeyboardInterrupt):
@@ -114,11 +133,16 @@ class Progress(Protocol):
     def stop(self) -> None: ...
 
 
+def kit_of(root: Path) -> dict:
+    """Which kit grades at `root`: its version and the hashes of its inventory, manifest and reference."""
+    hashes = {name: _file_hash(root / path) for name, path in _KIT_FILES.items()}
+    return {"kit_version": __version__, **hashes}
+
+
 def kit_identity(root: Path, options: BatchOptions) -> dict:
     """Everything but the submission that a grading key depends on."""
     return {
-        "kit_version": __version__,
-        **{name: _file_hash(root / path) for name, path in _KIT_FILES.items()},
+        **kit_of(root),
         "exercises": sorted(options.exercises),
         "call_timeout": options.call_timeout,
     }
@@ -141,7 +165,7 @@ def submission_folder(results_dir: Path, entry: Entry) -> Path:
 def kept_outcome(entry: Entry, folder: Path, key: str) -> Outcome | None:
     """The outcome an earlier run kept for `entry` under `key`, or None."""
     try:
-        record = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
+        record = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8"))
         document = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -178,7 +202,12 @@ def run_batch(
             progress.done(outcome)
 
     try:
-        _grade_all(root, todo, options, finished)
+        if options.cluster is None:
+            _grade_all(root, todo, options, finished)
+        else:
+            from grader.cluster import grade_on_cluster
+
+            grade_on_cluster(root, todo, options, finished)
     except KeyboardInterrupt as stop:
         done = {**kept, **{o.entry.file: o for o in graded}}
         reason = "the batch was interrupted before it was graded: run grader batch again"
@@ -228,7 +257,7 @@ def _grade_all(
     waiting = deque(todo)
     running: list[_Job] = []
     outcomes: list[Outcome] = []
-    with _stoppable():
+    with stoppable():
         try:
             while waiting or running:
                 while waiting and len(running) < options.jobs:
@@ -244,8 +273,28 @@ def _grade_all(
     return outcomes
 
 
+def grade_one(
+    root: Path, entry: Entry, options: BatchOptions, cancelled: Callable[[], bool]
+) -> tuple[Graded, bytes]:
+    """Grade `entry` by one child, as the pool does, in its folder under `options.results_dir`; stopped
+    (as a hang is) as soon as `cancelled()` says so. How it ended, and what it printed (capped)."""
+    job = _start(root, entry, "", options)
+    checked = time.monotonic()
+    try:
+        while not _tend(job, options):
+            time.sleep(POLL_SECONDS)
+            if time.monotonic() - checked > 1.0:  # cancelled() may ask another process
+                checked = time.monotonic()
+                if cancelled():
+                    break
+    finally:
+        _stop([job])
+    graded = _ended(job)
+    return graded, (job.folder / GRADE_LOG).read_bytes()
+
+
 @contextlib.contextmanager
-def _stoppable() -> Iterator[None]:
+def stoppable() -> Iterator[None]:
     """While grading, SIGTERM stops the batch as Ctrl-C does, and SIGINT does even where it was ignored
     (`nohup grader batch ... &`): no child outlives the batch, and children start with both at their
     defaults, so that their pytest can be interrupted."""
@@ -270,7 +319,7 @@ def _start(root: Path, entry: Entry, key: str, options: BatchOptions) -> _Job:
     folder = submission_folder(options.results_dir, entry)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.new.json").unlink(missing_ok=True)
-    with open(folder / "grade.log", "wb") as log:
+    with open(folder / GRADE_LOG, "wb") as log:
         process = subprocess.Popen(
             grade_command(root, entry.path, folder / "results.new.json", options),
             cwd=root,
@@ -302,18 +351,25 @@ def _stop_all(running: list[_Job]) -> None:
         return
     previous = {which: signal.signal(which, signal.SIG_IGN) for which in (signal.SIGINT, signal.SIGTERM)}
     try:
+        _stop(running)
         for job in running:
-            _interrupt(job)
-        deadline = time.monotonic() + GRACE_SECONDS
-        while any(j.process.poll() is None for j in running) and time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
-        for job in running:
-            _kill(job)
-            job.process.wait()
             job.new_results.unlink(missing_ok=True)
     finally:
         for which, handler in previous.items():
             signal.signal(which, handler)
+
+
+def _stop(jobs: list[_Job]) -> None:
+    """Stop the children still running (SIGINT, then SIGKILL after the grace period), and wait for them."""
+    running = [j for j in jobs if j.process.poll() is None]
+    for job in running:
+        _interrupt(job)
+    deadline = time.monotonic() + GRACE_SECONDS
+    while any(j.process.poll() is None for j in running) and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+    for job in running:
+        _kill(job)
+        job.process.wait()
 
 
 def _interrupt(job: _Job) -> None:
@@ -374,28 +430,45 @@ def _start_time(pid: int) -> int | None:
 
 
 def _finish(job: _Job, options: BatchOptions) -> Outcome:
+    return record_grading(job.entry, job.key, job.folder, _ended(job), options)
+
+
+def _ended(job: _Job) -> Graded:
+    """How an ended (or stopped) child went; what it left behind is killed, its log capped."""
     seconds = time.monotonic() - job.started
     _kill(job)  # what a stopped child left behind (a worker whose pytest was killed before it closed it)
-    _cap_log(job.folder / "grade.log")
-    document = _read_results(job.new_results) if job.process.returncode == 0 and not job.timed_out else None
-    if (job.folder / RESULTS).is_file():
-        os.replace(job.folder / RESULTS, job.folder / PREVIOUS_RESULTS)
+    _cap_log(job.folder / GRADE_LOG)
+    code = job.process.returncode
+    document = read_results(job.new_results) if code == 0 and not job.timed_out else None
+    job.new_results.unlink(missing_ok=True)
+    return Graded(document, code, job.timed_out, seconds)
+
+
+def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options: BatchOptions) -> Outcome:
+    """Write how grading `entry` went into its folder (results.json, batch.json; its grade.log is there
+    already), as a later run reads it back (`kept_outcome`), and return its outcome. The results.json
+    it replaces is kept as results.previous.json, for the regrade preview."""
+    document = graded.document
+    if (folder / RESULTS).is_file():
+        os.replace(folder / RESULTS, folder / PREVIOUS_RESULTS)
     status: Status
     if document is not None:
-        os.replace(job.new_results, job.folder / RESULTS)
         ungraded = document.get("extra_data", {}).get("ungraded")
-        status, reason = (UNGRADED, ta_reason(job.entry, document)) if ungraded else (COMPLETED, "")
+        status, reason = (UNGRADED, ta_reason(entry, document)) if ungraded else (COMPLETED, "")
     else:
-        job.new_results.unlink(missing_ok=True)
-        if job.timed_out:
-            status, reason = TIMED_OUT, f"grading took longer than {options.timeout:g} s and was stopped"
+        if graded.timed_out:
+            status = TIMED_OUT
+            reason = graded.failure or f"grading took longer than {options.timeout:g} s and was stopped"
         else:
-            status, reason = CRASHED, _crash_reason(job)
-        document = unscored_document(f"Grading {status}: {reason}.", execution_time=seconds)
-        write_results(document, job.folder / RESULTS)
-    record = {"key": job.key, "status": status, "reason": reason, "seconds": round(seconds, 3)}
-    _write_json(job.folder / "batch.json", {**record, "file": job.entry.file})
-    return Outcome(job.entry, status, reason, document, seconds)
+            status = CRASHED
+            reason = graded.failure or _crash_reason(graded.returncode, folder / GRADE_LOG)
+        document = unscored_document(f"Grading {status}: {reason}.", execution_time=graded.seconds)
+    write_results(document, folder / RESULTS)
+    record = {"key": key, "status": status, "reason": reason, "seconds": round(graded.seconds, 3)}
+    if graded.worker:
+        record["worker"] = graded.worker
+    _write_json(folder / BATCH_RECORD, {**record, "file": entry.file})
+    return Outcome(entry, status, reason, document, graded.seconds)
 
 
 def ta_reason(entry: Entry, document: dict) -> str:
@@ -413,7 +486,8 @@ def ta_reason(entry: Entry, document: dict) -> str:
     return str(extra.get("ungraded", ""))
 
 
-def _read_results(path: Path) -> dict | None:
+def read_results(path: Path) -> dict | None:
+    """A results.json document at `path`, or None where there is none (missing, not JSON, no score)."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -421,15 +495,14 @@ def _read_results(path: Path) -> dict | None:
     return document if isinstance(document, dict) and "score" in document else None
 
 
-def _crash_reason(job: _Job) -> str:
-    code = job.process.returncode
+def _crash_reason(code: int | None, log: Path) -> str:
     if code is not None and code < 0:
         how = f"the grader was killed by {signal.Signals(-code).name}"
     elif code == 0:
         how = "the grader wrote no readable results.json"
     else:
         how = f"the grader exited with code {code}"
-    last = _last_line(job.folder / "grade.log")
+    last = _last_line(log)
     return f"{how} ({last})" if last else how
 
 

@@ -6,7 +6,6 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -101,9 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         "batch", help=summary, description=summary, parents=[root_option, grading_options]
     )
     batch_command.add_argument("source", type=Path, metavar="SOURCE")
-    batch_command.add_argument(
+    where = batch_command.add_mutually_exclusive_group()
+    where.add_argument(
         "-j", "--jobs", type=int, default=None, metavar="N", help="submissions at once (default: CPUs)"
     )
+    where.add_argument(
+        "--cluster", default=None, metavar="ADDRESS",
+        help="grade on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; needs .[cluster])",
+    )  # fmt: skip
     batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
@@ -236,7 +240,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
-        tuple(args.exercise or ()), args.timeout,
+        tuple(args.exercise or ()), args.timeout, args.cluster,
     )  # fmt: skip
     reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
     outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
@@ -251,7 +255,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
         if roster.skipped:
             print(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
                   f"submission: {_names(roster.skipped)}")  # fmt: skip
-        print(machine_layers().summary())
+        if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
+            print(machine_layers().summary())
         try:
             outcomes = run_batch(root, roster.entries, options, progress)
         except BatchInterrupted as stop:
@@ -280,6 +285,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     _print_batch(outcomes, roster.skipped)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
+        if str(interrupted) not in ("", "SIGINT", "SIGTERM"):  # stopped for a reason of its own
+            print(f"{PROG}: {interrupted}", file=sys.stderr)
         print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
               f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
@@ -311,7 +318,7 @@ def _regrade_preview(
     `--compare`, the one in that grades.csv's own results folder, where it is there."""
     import shutil
 
-    from grader.batch import PREVIOUS_RESULTS, RESULTS, submission_folder
+    from grader.batch import PREVIOUS_RESULTS, RESULTS, read_results, submission_folder
     from grader.grades import GradesFileError, change_text, entry_scores, read_grades, regrade_changes
 
     old, against = compared, compare
@@ -329,7 +336,7 @@ def _regrade_preview(
     else:
         folder = against.parent / f"{against.stem}-results"
         earlier = [(o, submission_folder(folder, o.entry) / RESULTS) for o in outcomes]
-    before = {o.entry.file: entry_scores(document) for o, path in earlier if (document := _json(path))}
+    before = {o.entry.file: entry_scores(document) for o, path in earlier if (document := read_results(path))}
     changes = regrade_changes(old, rows, exercises, before, after)
     if against == grades and changes:
         kept = grades.with_name(f"{grades.stem}.previous{grades.suffix}")
@@ -344,15 +351,6 @@ def _regrade_preview(
     else:
         print(f"{PROG}: no grade changes against {against}")
     return changes
-
-
-def _json(path: Path) -> dict | None:
-    """A JSON object from `path`, or None when it is missing or not one."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return document if isinstance(document, dict) else None
 
 
 def batch_title(module: str, source: Path, today: str | None = None) -> str:

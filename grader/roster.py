@@ -268,7 +268,7 @@ def content_hash(path: Path) -> str:
     """SHA-256 of a submission's files: each file's path inside it, size and bytes, in path order (its
     metadata file, caches and links aside)."""
     digest = hashlib.sha256()
-    for relative, file in _files(path):
+    for relative, file in submission_files(path):
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(str(file.stat().st_size).encode() + b"\0")
         with open(file, "rb") as handle:
@@ -277,7 +277,9 @@ def content_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _files(path: Path) -> list[tuple[str, Path]]:
+def submission_files(path: Path) -> list[tuple[str, Path]]:
+    """A submission's files as (path inside it, file), in path order: "" for a lone file; a folder's
+    metadata file, caches and links left out (what its content hash covers)."""
     if path.is_file():
         return [("", path)]
     found = []

@@ -49,6 +49,7 @@ SANDBOX_AVAILABLE = resource is not None
 class SandboxError(KitError):
     """The sandbox cannot be set up on this machine (not a problem of the submission)."""
 
+
 # The interpreter itself, not a venv's link to it: the worker must not need to pass through the kit's folder.
 _INTERPRETER = os.path.realpath(sys.executable)
 _BOOT = (

@@ -65,9 +65,7 @@ class Worker:
             self.module = load_module(self.path, MODULE)
         except BaseException as exc:  # noqa: BLE001 - whatever the import did, it is reported per call
             self.import_error = raise_answer(exc, str(self.path))
-        self.codec = Codec(
-            self.module or types.ModuleType(MODULE), make_proxy=self._callback_proxy
-        )
+        self.codec = Codec(self.module or types.ModuleType(MODULE), make_proxy=self._callback_proxy)
 
     def handle(self, message: dict) -> dict:
         """Answer one request of the grader."""

@@ -416,7 +416,7 @@ def test_the_content_hash_follows_the_bytes_not_the_metadata(tmp_path: Path) -> 
 
 def test_sigterm_stops_a_batch_as_ctrl_c_does() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), grader.batch._stoppable():
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), grader.batch.stoppable():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert signal.getsignal(signal.SIGTERM) is before
