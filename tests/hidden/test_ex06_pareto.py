@@ -129,8 +129,9 @@ def test_survivors_win_something(student, reference, scores):
 
 
 @given(tables())
-def test_unique_winners_survive(student, scores):
+def test_unique_winners_survive(student, reference, scores):
     """a candidate that is the only winner of some instance survives."""
+    _pin(student, reference)  # at six examples, a fixed front of the first candidates passes otherwise
     got, what = front_of(student, scores)
     for i, w in enumerate(winners(scores)):
         if len(w) == 1:
