@@ -18,6 +18,7 @@ MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions") / MODULE_FILE
 STUDENT = Path("student") / MODULE_FILE
 SUITES: tuple[Suite, ...] = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
+BYTECODE_CACHE = Path(".optlab-pycache")  # compiled modules of the test runs, kept (grader.suites)
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope
 
 # grader modules by where they ship (names without .py)

@@ -44,7 +44,10 @@ settings.register_profile(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=25,
+    # Six examples per property test (25 before issue 16): the visible suite's literal cases and the pins
+    # kill nearly every mutant, and the mutation score at six (docs/mutation.md) is the one at 25; the
+    # drawing of examples was most of a grading's time. A test may ask for fewer (a slow one), never more.
+    max_examples=6,
     print_blob=False,
     report_multiple_bugs=False,
     # No shrinking: a failing example is reported as found. Grading needs the verdict, not the smallest
@@ -185,6 +188,7 @@ class _EchoOutput:
     def __init__(self, sandbox):
         self.sandbox = sandbox
         self._offset = 0
+        self._handle: Any = None  # opened at the first call after the worker made the file, then kept
 
     def send(self, message: dict) -> dict:
         try:
@@ -193,13 +197,18 @@ class _EchoOutput:
             self._echo()
 
     def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
         self.sandbox.close()
 
     def _echo(self) -> None:
         try:
-            with open(self.sandbox.home / "output.txt", "rb") as handle:
-                handle.seek(self._offset)
-                printed = handle.read(self.sandbox.limits.output_bytes)
+            if self._handle is None:
+                self._handle = open(self.sandbox.home / "output.txt", "rb")  # noqa: SIM115 - kept open
+            if os.fstat(self._handle.fileno()).st_size <= self._offset:
+                return  # most calls print nothing: one fstat, no read
+            self._handle.seek(self._offset)
+            printed = self._handle.read(self.sandbox.limits.output_bytes)
         except OSError:
             return
         self._offset += len(printed)

@@ -58,6 +58,7 @@ class Worker:
         self.broken = broken or {}  # definitions intake dropped for a syntax error: name -> where
         self.exercise_of = exercise_of
         self.grader = grader
+        self.answers = RememberedAnswers(grader)  # the reference's answers, each asked of the grader once
         self.isolate = isolate
         self.module: types.ModuleType | None = None
         self.import_error: dict | None = None
@@ -102,7 +103,8 @@ class Worker:
 
     def _reference_proxy(self, name: str) -> Callable:
         def by_reference(*args, **kwargs):
-            return place_call(self.codec, self.grader, {"op": "reference", "function": name}, args, kwargs)
+            request = {"op": "reference", "function": name}
+            return place_call(self.codec, self.answers, request, args, kwargs)
 
         by_reference.__name__ = by_reference.__qualname__ = name
         return by_reference
@@ -112,6 +114,42 @@ class Worker:
             return place_call(self.codec, self.grader, {"op": "callback", "handle": handle}, args, kwargs)
 
         return call_back
+
+
+class RememberedAnswers:
+    """The link for reference requests: each distinct request (function and encoded arguments) is asked
+    of the grader once; the same request again gets the answer the grader gave. The reference is a pure
+    function of its arguments (their encoded state, a `random.Random`'s included), so the answer would be
+    the same; a softmax asked for the same policy row by every step of a gradient then costs one round
+    trip through the grader and the reference's sandbox instead of one per step.
+
+    It holds only answers the grader already gave this worker, for calls the grader allowed (along the
+    reference's call graph), which the submission saw as they came back: nothing it could not have kept
+    itself. Requests holding a callback (whose answers depend on the caller's code) are always asked, and
+    only "return" answers are kept, at most LIMIT characters of requests in all (then it starts afresh)."""
+
+    LIMIT = 4 << 20
+
+    def __init__(self, link: Link):
+        self.link = link
+        self._answers: dict[str, dict] = {}
+        self._size = 0
+
+    def send(self, message: dict) -> dict:
+        key = dumps(message)
+        if '"$callback"' in key:
+            return self.link.send(message)
+        if (answer := self._answers.get(key)) is not None:
+            return answer
+        answer = self.link.send(message)
+        if answer.get("op") == "return":
+            size = len(key) + getattr(self.link, "last_size", len(key))
+            if self._size + size > self.LIMIT:
+                self._answers.clear()
+                self._size = 0
+            self._answers[key] = answer
+            self._size += size
+        return answer
 
 
 class _Patched:
@@ -141,6 +179,7 @@ class PipeLink:
     def __init__(self, read_fd: int, write_fd: int):
         self._reader = os.fdopen(read_fd, "rb", buffering=1 << 16)
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
+        self.last_size = 0
 
     def receive(self) -> dict | None:
         """The grader's next message; None once the grader has gone. A message this side cannot read
@@ -148,6 +187,7 @@ class PipeLink:
         line = self._reader.readline()
         if not line:
             return None
+        self.last_size = len(line)  # what RememberedAnswers counts against its limit
         try:
             return loads(line.decode("utf-8"))
         except (CodecError, UnicodeDecodeError):

@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_equal, expect_pinned, expect_true
@@ -78,7 +78,6 @@ def test_front_matches_reference(student, reference, scores):
     expect_equal([set(w) for w in wins], want_wins, call("_pareto", scores) + " (wins, as sets)")
 
 
-@settings(max_examples=15)
 @given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0), max_cand=8, max_inst=8))
 def test_front_matches_reference_on_larger_tables(student, reference, scores):
     """pareto_front gives the reference's front on larger tables."""
@@ -86,7 +85,6 @@ def test_front_matches_reference_on_larger_tables(student, reference, scores):
     expect_equal(got, reference.pareto_front(scores), what)
 
 
-@settings(max_examples=12)
 @given(tables())
 def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
     """wins[i] is the set of candidates that reach the best score on instance i."""
@@ -101,7 +99,6 @@ def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
     )
 
 
-@settings(max_examples=12)
 @given(tables())
 def test_front_is_never_empty(student, reference, scores):
     """The front is never empty."""
@@ -110,7 +107,6 @@ def test_front_is_never_empty(student, reference, scores):
     expect_true(len(got) > 0, what, "the front is empty")
 
 
-@settings(max_examples=12)
 @given(tables())
 def test_every_best_score_is_kept(student, scores):
     """Every instance's best score is still reached by some survivor."""
@@ -123,7 +119,6 @@ def test_every_best_score_is_kept(student, scores):
         )
 
 
-@settings(max_examples=12)
 @given(tables())
 def test_survivors_win_something(student, reference, scores):
     """Every survivor wins at least one instance."""
@@ -133,17 +128,16 @@ def test_survivors_win_something(student, reference, scores):
     expect_true(set(got) <= won, what, f"front {got} holds candidates that win no instance (winners: {won})")
 
 
-@settings(max_examples=12)
 @given(tables())
-def test_unique_winners_survive(student, scores):
+def test_unique_winners_survive(student, reference, scores):
     """A candidate that is the only winner of some instance survives."""
+    _pin(student, reference)  # at six examples, a fixed front of the first candidates passes otherwise
     got, what = front_of(student, scores)
     for i, w in enumerate(winners(scores)):
         if len(w) == 1:
             expect_true(w <= set(got), what, f"front {got} lacks {w}, the only winner of instance {i}")
 
 
-@settings(max_examples=12)
 @given(tables())
 def test_no_survivor_is_dominated(student, reference, scores):
     """No survivor is dominated by the other survivors (removal stops only when none is left)."""
@@ -158,7 +152,6 @@ def test_no_survivor_is_dominated(student, reference, scores):
         )
 
 
-@settings(max_examples=12)
 @given(tables(), st.randoms(use_true_random=False))
 def test_instance_order_does_not_matter(student, reference, scores, shuffler):
     """Permuting the instances does not change the front."""
@@ -173,7 +166,6 @@ def test_instance_order_does_not_matter(student, reference, scores, shuffler):
     )
 
 
-@settings(max_examples=12)
 @given(tables(), st.integers(0, 5))
 def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
     """An extra instance on which every candidate scores 0 does not change the front."""
@@ -185,7 +177,6 @@ def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
     expect_true(got2 == got, what2, f"front {got2}, but without the all-zero instance {what} gives {got}")
 
 
-@settings(max_examples=15)
 @given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0)), st.data())
 def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, data):
     """When every winner wins some instance alone, the front is all winners, under any relabeling."""
@@ -209,7 +200,6 @@ def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, 
     )
 
 
-@settings(max_examples=12)
 @given(tables(max_cand=4), st.integers(1, 3), st.data())
 def test_of_identical_candidates_only_the_last_can_survive(student, reference, scores, copies, data):
     """Of identical candidates, only the one with the highest index can survive (lowest index goes first)."""
@@ -286,7 +276,6 @@ def test_select_candidate_matches_reference_draw_after_draw(student, reference, 
         )
 
 
-@settings(max_examples=10)
 @given(tables(), st.integers(0, 2**32 - 1))
 def test_select_candidate_returns_survivors(student, reference, scores, seed):
     """select_candidate only returns candidates of the front."""

@@ -132,7 +132,6 @@ def test_matches_reference(lab, student, reference, seed):
         expect_close(got, want, what, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=10)
 @given(batches(), st.sampled_from(["mean", "none"]), st.booleans(), st.data())
 def test_matches_the_formula(lab, student, case, baseline, weighted, data):
     """The gradient is sum_i w_i (R_i - b) grad log pi, b the weighted mean reward (own reward included)."""
@@ -142,7 +141,6 @@ def test_matches_the_formula(lab, student, case, baseline, weighted, data):
     expect_close(got, formula(S, T, V, theta, batch, *args), what, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=6)
 @given(exact_cases())
 def test_exact_enumeration_gives_the_true_gradient(lab, student, case):
     """With every response weighted by its probability and no baseline, it is the true policy gradient."""
@@ -174,7 +172,6 @@ def test_exact_enumeration_mean_baseline_changes_nothing(lab, student, case):
     )
 
 
-@settings(max_examples=8)
 @given(batches(), reward, st.booleans(), st.data())
 def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, case, r, weighted, data):
     """When every reward is the same, the mean baseline makes the gradient zero."""
@@ -187,7 +184,6 @@ def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, cas
     expect_close(got, zero, what, abs=1e-12)
 
 
-@settings(max_examples=6)
 @given(batches(), st.lists(reward, min_size=5, max_size=5), reward, st.sampled_from(["mean", "none"]))
 def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
     """The gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2)."""
@@ -208,7 +204,6 @@ def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
     )
 
 
-@settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
 def test_default_weights_are_one_over_n(lab, student, reference, case, baseline):
     """Leaving out the weights is the same as weights 1/len(batch)."""
@@ -219,7 +214,6 @@ def test_default_weights_are_one_over_n(lab, student, reference, case, baseline)
     expect_close(got, want, what + " vs weights 1/len(batch)", rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=6)
 @given(batches(min_size=2), st.sampled_from(["none", None, "zero", "baseline", "Mean"]))
 def test_other_baselines_mean_no_baseline(lab, student, case, baseline):
     """Any baseline other than "mean" means b = 0."""
@@ -228,7 +222,6 @@ def test_other_baselines_mean_no_baseline(lab, student, case, baseline):
     expect_close(got, formula(S, T, V, theta, batch, "none"), what, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=6)
 @given(batches(), st.sampled_from(["mean", "none"]))
 def test_unvisited_states_get_zero_and_inputs_stay(lab, student, reference, case, baseline):
     """States with no sample get zero rows, and the policy and batch are not changed."""

@@ -5,7 +5,7 @@ import math
 import random
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_pinned, expect_true
@@ -93,7 +93,6 @@ def test_kl_k3_matches_reference(student, reference, logp_ref, logp):
     expect_close(student.kl_k3(logp_ref, logp), want, call("kl_k3", logp_ref, logp), rel=1e-7, abs=1e-12)
 
 
-@settings(max_examples=15)
 @given(
     logits=st.integers(2, 6).flatmap(
         lambda n: st.tuples(
@@ -166,7 +165,6 @@ def test_grpo_grad_is_the_gradient_of_grpo_objective(
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 
 
-@settings(max_examples=15)
 @given(data=st.data(), theta=thetas(-2.0, 2.0), ref_theta=thetas(-2.0, 2.0), **CONFIG)
 def test_grpo_grad_keeps_the_kl_term_when_the_clip_blocks(
     student, lab, reference, data, theta, ref_theta, beta, clip, length_norm, std_norm
@@ -180,7 +178,6 @@ def test_grpo_grad_keeps_the_kl_term_when_the_clip_blocks(
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 
 
-@settings(max_examples=15)
 @given(data=st.data(), theta=thetas(-2.0, 2.0), ref_theta=thetas(-2.0, 2.0), **CONFIG)
 def test_grpo_grad_weights_each_response_by_its_length(
     student, lab, reference, data, theta, ref_theta, beta, clip, length_norm, std_norm

@@ -5,7 +5,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
@@ -49,7 +49,6 @@ def test_sft_grad_is_the_gradient_of_the_mean_token_log_likelihood(student, lab,
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), rel=1e-5, abs=1e-6)
 
 
-@settings(max_examples=15)
 @given(theta=thetas(-3.0, 3.0), data=DATA)
 def test_sft_grad_structure(student, reference, lab, theta, data):
     """Each logit row of the gradient sums to 0, and rows that no data token reaches are 0."""
@@ -66,7 +65,6 @@ def test_sft_grad_structure(student, reference, lab, theta, data):
                 expect_close(row, [0.0] * V, f"row [{s}][{t}] (no data token there) of {what}", abs=1e-15)
 
 
-@settings(max_examples=10)
 @given(theta=thetas(-3.0, 3.0), first=DATA, second=DATA)
 def test_sft_grad_of_joined_data_is_the_weighted_mean(student, reference, lab, theta, first, second):
     """The gradient on two data sets joined is their gradients' mean weighted by their sizes."""

@@ -5,7 +5,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
@@ -98,7 +98,6 @@ def test_weights_match_the_reference(student, reference, lab, rows, lam, alpha0)
     )
 
 
-@settings(max_examples=15)
 @given(archives(), st.data())
 def test_weights_follow_the_archive_order(student, reference, lab, rows, data):
     """Reordering the archive reorders the weights the same way (one weight per variant)."""
@@ -117,7 +116,6 @@ def test_weights_follow_the_archive_order(student, reference, lab, rows, data):
     )
 
 
-@settings(max_examples=15)
 @given(archives(max_size=6), st.data())
 def test_a_first_child_halves_the_weight(student, reference, lab, rows, data):
     """When a variant without children gets its first child, its weight halves and the others stay."""
@@ -164,7 +162,6 @@ def test_greedy_takes_the_best_score_and_then_the_highest_id(student, lab, rows)
     )
 
 
-@settings(max_examples=10)
 @given(archives(), seed, st.sampled_from(["dgm", "uniform"]))
 def test_the_choice_is_a_member_of_the_archive(student, lab, rows, s, mode):
     """Dgm and uniform return a variant of the archive."""

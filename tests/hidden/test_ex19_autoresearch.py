@@ -4,7 +4,7 @@ and off), the guard's effect, the log's shape, and the keep-or-discard loop seen
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_true
@@ -64,7 +64,6 @@ def test_matches_the_reference_with_the_lab_proposers(student, reference, lab, n
     expect_same_rng(mine, theirs, what)
 
 
-@settings(max_examples=10)
 @given(iters, seed)
 def test_defaults_are_the_honest_proposer_with_the_guard_on(student, reference, lab, n, s):
     """Without proposer and guard, the loop runs honest_proposer with the guard on."""
