@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -154,12 +155,12 @@ class OptLab:
         lab = self.reference or load_own_module(self.intake.source)
         broken = self.intake.broken
         if self.config.getoption("worker") == "inprocess":
-            path = Path(tempfile.mkdtemp(prefix="optlab-inprocess-")) / MODULE_FILE
-            path.write_text(self.intake.source, encoding="utf-8")
+            folder = Path(tempfile.mkdtemp(prefix="optlab-inprocess-"))
+            (path := folder / MODULE_FILE).write_text(self.intake.source, encoding="utf-8")
             student = in_process_student(
                 path, lab, self.reference, self.exercise_of, self.timed_out, broken, self.contract
             )
-            return student, lambda: None
+            return student, lambda: shutil.rmtree(folder, ignore_errors=True)
         student, sandbox = sandboxed_student(
             self.intake.source,
             lab,

@@ -19,6 +19,7 @@ uid wrote anywhere it could write.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import selectors
 import shutil
@@ -78,8 +79,8 @@ class Limits:
 class Sandbox:
     """Runs calls in a worker process for one submission module.
 
-    `serve_request` answers the requests the worker sends during a call (the reference's answers,
-    callbacks). `send` is the Link the Student calls through.
+    `serve_request` answers the requests the worker sends during a call (callbacks); `reference`, where
+    given, answers its reference requests directly. `send` is the Link the Student calls through.
     """
 
     def __init__(
@@ -90,9 +91,11 @@ class Sandbox:
         serve_request: Callable[[dict], dict],
         limits: Limits | None = None,
         broken: dict[str, str] | None = None,
+        reference: ReferenceWorker | None = None,
     ):
         self.limits = limits or Limits()
         self.serve_request = serve_request
+        self.reference = reference  # answers this worker's reference requests, from a process of its own
         self.exercise_of = exercise_of
         self.layers = isolation.machine_layers()
         if self.layers.uid:
@@ -113,7 +116,8 @@ class Sandbox:
             "audit_hook": self.layers.audit_hook,
         }
         self._process: subprocess.Popen | None = None
-        self._start_failure: dict | None = None  # a module that did not import once is not tried again
+        self._inherited: tuple[int, ...] = ()  # descriptors every start's worker inherits (kept open here)
+        self._start_failure: dict | None = None
         self._spent = 0.0
         self._spent_by: dict[int, float] = {}  # exercise -> wall-clock seconds of its calls
         self.restarts = 0
@@ -127,9 +131,13 @@ class Sandbox:
         if (out_of_time := self._out_of_time(exercise)) is not None:
             return out_of_time
         started = calling = time.monotonic()
+        asks_reference = self.reference is not None and bool(message.get("reference"))
         try:
-            if self._process is None and (failure := self._start_failure or self._start()) is not None:
-                self._start_failure = failure
+            if asks_reference and self._process is not None and self.reference.ended():
+                self._kill("the reference's worker ended")  # its pipes were this worker's: both start afresh
+            if self._process is None and (failure := self.start()) is not None:
+                return failure
+            if asks_reference and (failure := self.reference.open_call(str(message["function"]))):
                 return failure
             calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
             deadline = self._deadline(self.limits.call_seconds, exercise)
@@ -141,12 +149,16 @@ class Sandbox:
                     self._kill(f"{name} timed out")
                     return failure_answer(f"{name}() did not return: {why}", timed_out=deadline.scope())
                 if answer.get("op") in ("return", "raise"):
+                    if asks_reference and answer.get("reference_ended") is True:
+                        self._kill("the reference's worker ended")  # its pipes were this worker's
                     return answer
                 self._post(self._serve(answer))
         except _WorkerDied as died:
             self._kill(str(died))
             return failure_answer(str(died))
         finally:
+            if asks_reference:
+                self.reference.close_call()
             now = time.monotonic()
             self._spent += now - started
             if exercise is not None:
@@ -173,6 +185,8 @@ class Sandbox:
     def close(self) -> None:
         """Kill everything the submission started and remove what it wrote."""
         self._kill("closing")
+        if self.reference is not None:
+            self.reference.close()
         if self._ruleset is not None:
             self._ruleset.close()
         if self.lease is not None:
@@ -206,10 +220,30 @@ class Sandbox:
                 os.chown(path, self.lease.uid, self.lease.uid)
             os.chmod(self.work, 0o700)
 
+    def start(self) -> dict | None:
+        """Start the worker (a call starts it when none runs); a failure answer where it cannot start (a
+        module that did not import once is not tried again)."""
+        if self._start_failure is None:
+            self._start_failure = self._start()
+        return self._start_failure
+
+    def running(self) -> bool:
+        """Whether the worker process is started and has not ended."""
+        return self._process is not None and self._process.poll() is None
+
+    def _peer(self) -> tuple[dict, tuple[int, ...]]:
+        """What this start's worker needs to reach the other worker of its grading, if any: entries of its
+        config and the file descriptors it inherits (whose copies here are closed once it has them)."""
+        if self.reference is None:
+            return {}, ()
+        fds = self.reference.pair()
+        return {"reference_fds": fds}, fds
+
     def _start(self) -> dict | None:
         to_worker, from_grader = os.pipe()
         from_worker, to_grader = os.pipe()
-        config = dict(self._config, read_fd=to_worker, write_fd=to_grader)
+        peer_config, peer_fds = self._peer()
+        config = dict(self._config, read_fd=to_worker, write_fd=to_grader, **peer_config)
         # what the submission prints: for the instructor's log, not for other users of the machine
         output = os.open(self.home / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -218,7 +252,7 @@ class Sandbox:
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                pass_fds=(to_worker, to_grader),
+                pass_fds=(to_worker, to_grader, *peer_fds, *self._inherited),
                 cwd=self.work,
                 env=_worker_environment(self.work),
                 start_new_session=True,
@@ -229,9 +263,8 @@ class Sandbox:
             os.close(from_grader)
             raise SandboxError(f"the worker process could not be started and confined: {error}") from None
         finally:
-            os.close(to_worker)
-            os.close(to_grader)
-            os.close(output)
+            for fd in (to_worker, to_grader, *peer_fds, output):
+                os.close(fd)
         self._reader = os.fdopen(from_worker, "rb", buffering=0)
         self._writer = os.fdopen(from_grader, "wb", buffering=0)
         self._selector = selectors.DefaultSelector()  # one per worker: most calls take well under 1 ms
@@ -310,6 +343,8 @@ class Sandbox:
         return f"the submission's process ended (exit code {code}) during the call"
 
     def _kill(self, why: str) -> None:
+        if self.reference is not None:
+            self.reference.end()  # it answered this worker alone
         process, self._process = self._process, None
         if process is None:
             return
@@ -327,6 +362,116 @@ class Sandbox:
                 handle.close()
             except OSError:
                 pass
+
+
+class ReferenceWorker:
+    """The reference, in a sandbox of its own, answering one submission worker's reference requests
+    directly, through a pair of pipes between the two processes: the grader relays none of them.
+
+    It answers only along the reference's call graph of the call under way (`answers`: for each function
+    a call may be open in, the functions it may answer then), which the grader writes before each call
+    into a byte of memory the two share, and clears after it: between calls it answers nothing. Started at
+    the first call that may ask it, it lives and dies with its submission worker: each new submission
+    worker gets new pipes and so a new reference worker, and one that ended (a request it could not read
+    or survive) takes its submission worker along at the next call that asks. Its work is bounded like
+    any worker's (rlimits) and by the deadline of the call that waits for it."""
+
+    def __init__(
+        self,
+        source: str,
+        answers: dict[str, list[str]],
+        writable: dict[str, list[str] | None],
+        limits: Limits | None = None,
+    ):
+        self.functions = sorted(answers)  # the byte holds 1 + the open call's index here; 0: none open
+        if len(self.functions) > 255:
+            raise ValueError("more functions than one byte can name")
+        self.tables = {"functions": self.functions, "answers": answers, "writable": writable}
+        self._source, self._limits = source, limits or Limits()
+        self._call_fd, self._call = _shared_byte()
+        self._ends: tuple[int, int] | None = None  # the reference worker's pipe ends, until it starts
+        self.sandbox: Sandbox | None = None
+
+    def pair(self) -> tuple[int, int]:
+        """New pipes for a new submission worker, whose ends are returned (answers to read, requests to
+        write); whatever reference worker answered its predecessor ends."""
+        self.end()
+        requests_out, requests_in = os.pipe()
+        answers_out, answers_in = os.pipe()
+        self._ends = (requests_out, answers_in)
+        return answers_out, requests_in
+
+    def open_call(self, function: str) -> dict | None:
+        """Answer along `function`'s call graph until `close_call`, starting the reference worker if need
+        be; a failure answer where it cannot start."""
+        if self.sandbox is None:
+            if self._ends is None:
+                return failure_answer("the reference's worker has no submission worker to answer")
+            self.sandbox = _AnsweringSandbox(self._source, self._limits, self)
+            if (failure := self.sandbox.start()) is not None:
+                return failure
+        self._call[0] = self.functions.index(function) + 1 if function in self.functions else 0
+        return None
+
+    def close_call(self) -> None:
+        self._call[0] = 0
+
+    def ended(self) -> bool:
+        """Whether a reference worker was started and has ended since."""
+        return self.sandbox is not None and not self.sandbox.running()
+
+    def answering(self) -> tuple[dict, tuple[int, ...]]:
+        """The reference worker's config entries and the descriptors it takes (closed here once it has
+        them): its ends of the pipes, and the shared byte (kept here for the next one)."""
+        assert self._ends is not None, "a reference worker starts only for a submission worker"
+        ends, self._ends = self._ends, None
+        config = {"answer_fds": list(ends), "call_fd": self._call_fd, **self.tables}
+        config["message_bytes"] = self._limits.message_bytes
+        return config, ends
+
+    def end(self) -> None:
+        """End the reference worker, if one runs, and close what it has not taken."""
+        self.close_call()
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+        for fd in self._ends or ():
+            os.close(fd)
+        self._ends = None
+
+    def close(self) -> None:
+        self.end()
+        self._call.close()
+        os.close(self._call_fd)
+
+
+class _AnsweringSandbox(Sandbox):
+    """The reference worker's sandbox: its worker answers a submission worker's requests
+    (grader.worker.answer_worker)."""
+
+    def __init__(self, source: str, limits: Limits, reference: ReferenceWorker):
+        super().__init__(source, {}, False, _no_requests, limits)
+        self._answering = reference
+        self._inherited = (reference._call_fd,)
+
+    def _peer(self) -> tuple[dict, tuple[int, ...]]:
+        return self._answering.answering()
+
+
+def _no_requests(request: dict) -> dict:
+    """The reference calls only itself: any request of its worker is refused."""
+    return failure_answer(f"the reference's worker may not ask for {request.get('op')!r}")
+
+
+def _shared_byte() -> tuple[int, mmap.mmap]:
+    """A descriptor of one page of memory (no file of any folder) and this process's map of it."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("optlab-open-call")
+    else:  # macOS: an unlinked temporary file
+        fd = os.dup((handle := tempfile.TemporaryFile()).fileno())
+        handle.close()
+    os.ftruncate(fd, mmap.PAGESIZE)
+    return fd, mmap.mmap(fd, mmap.PAGESIZE)
 
 
 class _Deadline:

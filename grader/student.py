@@ -29,7 +29,7 @@ from grader.protocol import (
     place_call,
     raise_answer,
 )
-from grader.sandbox import Limits, Sandbox
+from grader.sandbox import Limits, ReferenceWorker, Sandbox
 from grader.worker import Worker
 
 
@@ -51,7 +51,9 @@ class Student:
         self.decodes_into = lab
         self._codec = Codec(lab, issue_callbacks=True)
         self._reference = reference
-        self.reference_link: Link | None = None  # where set, the reference answers in its own process
+        # Where the reference answers reference requests: here (a run in this process), or in a process of
+        # its own that the worker asks directly (a sandboxed run; the grader then serves none of them).
+        self.reference_answers_here = reference is not None
         self._exercise_of = exercise_of or {}
         self._timed_out = timed_out if timed_out is not None else set()
         self._open_call: str | None = None  # the function whose call is under way
@@ -69,11 +71,10 @@ class Student:
         return "<the submission>"
 
     def close(self) -> None:
-        """Close the submission's worker and, if one started, the reference's."""
-        for link in (self.link, self.reference_link):
-            close = getattr(link, "close", None)  # a Link need not have one
-            if close is not None:
-                close()
+        """Close the submission's worker (and with it the reference's, if one started)."""
+        close = getattr(self.link, "close", None)  # a Link need not have one
+        if close is not None:
+            close()
 
     def __getattr__(self, name: str) -> Callable:
         # Only the lab's functions: a probe such as hypothesis's `_repr_pretty_` must not become a call.
@@ -114,31 +115,39 @@ class Student:
         """Answer a request the worker sends while one of our calls is open."""
         op = message.get("op")
         name = str(message.get("function"))
-        if op == "reference" and self._reference is not None and self._may_answer(name):
-            writable = self._writable(name)
-            if self.reference_link is not None:  # the values cross to the reference as they were sent
-                request = dict(message, op="call")
-                if writable is not None:
-                    request["mutable"] = writable
-                return self.reference_link.send(request)
-            return perform(self._codec, getattr(self._reference, name), message, None, writable)
+        if op == "reference" and self.reference_answers_here and self._may_answer(self._open_call, name):
+            return perform(self._codec, getattr(self._reference, name), message, None, self._writable(name))
         if op == "callback":
             fn = self._codec.callbacks.get(message.get("handle", -1))  # handles are never negative
             if fn is not None:
                 return perform(self._codec, fn, message)
         return raise_answer(LookupError(f"the grader cannot serve {op!r} {message.get('function', '')}"))
 
-    def _may_answer(self, name: str) -> bool:
+    def _may_answer(self, open_call: str | None, name: str) -> bool:
         """The reference answers only along its own call graph: a function of another exercise that the
         open call's reference body calls (never the one graded, never an oracle it does not use)."""
         exercise = self._exercise_of.get(name)
         return (
-            self._open_call is not None
+            open_call is not None
             and exercise is not None
-            and exercise != self._exercise_of.get(self._open_call)
-            and name in self._answered(self._open_call)
+            and exercise != self._exercise_of.get(open_call)
+            and name in self._answered(open_call)
             and callable(getattr(self._reference, name, None))
         )
+
+    def reference_worker(self, limits: Limits | None = None) -> ReferenceWorker | None:
+        """The reference in a process of its own that answers the worker's reference requests along the
+        same call graph as `serve` (None without a reference); `serve` then answers none of them."""
+        if self._reference is None or self._contract is None:
+            return None
+        if self._reference.__file__ is None:
+            raise ValueError(f"{self._reference.__name__} has no source file to run in a sandbox")
+        source = Path(self._reference.__file__).read_text(encoding="utf-8")
+        opens = self._contract.get("answers", {})
+        answers = {f: [n for n in self._answered(f) if self._may_answer(f, n)] for f in opens}
+        answered = {n for names in answers.values() for n in names}
+        self.reference_answers_here = False
+        return ReferenceWorker(source, answers, {n: self._writable(n) for n in answered}, limits)
 
     def _answered(self, name: str) -> list[str]:
         """The functions the reference answers for while `name` runs (none in a student's own run)."""
@@ -199,39 +208,16 @@ def sandboxed_student(
     contract: dict | None = None,
 ) -> tuple[Student, Sandbox]:
     """A Student whose worker is a sandboxed process (grader.sandbox), and its sandbox; `Student.close`
-    closes both. The reference's answers to the worker's requests come from a second sandbox, started at
-    the first request: arguments the submission chose never run in the grader's own process."""
+    closes both. The reference answers the worker's reference requests from a second sandbox, started at
+    the first call that may ask it (grader.sandbox.ReferenceWorker): arguments the submission chose never
+    run in the grader's own process, and never pass through it."""
     student = Student(lab, reference, exercise_of, timed_out, contract)
-    sandbox = Sandbox(module_source, exercise_of, reference is not None, student.serve, limits, broken)
+    answering = student.reference_worker(limits)
+    sandbox = Sandbox(
+        module_source, exercise_of, reference is not None, student.serve, limits, broken, answering
+    )
     student.link = sandbox
-    student.reference_link = _ReferenceSandbox(reference, limits) if reference is not None else None
     return student, sandbox
-
-
-class _ReferenceSandbox:
-    """The reference in a sandbox of its own, started on first use, bounded like any worker: it answers
-    calls whose arguments a submission chose."""
-
-    def __init__(self, reference: types.ModuleType, limits: Limits | None):
-        if reference.__file__ is None:
-            raise ValueError(f"{reference.__name__} has no source file to run in a sandbox")
-        self._source = Path(reference.__file__).read_text(encoding="utf-8")
-        self._limits = limits
-        self._sandbox: Sandbox | None = None
-
-    def send(self, message: dict) -> dict:
-        if self._sandbox is None:
-            self._sandbox = Sandbox(self._source, {}, False, _no_requests, self._limits)
-        return self._sandbox.send(message)
-
-    def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-
-
-def _no_requests(request: dict) -> dict:
-    """The reference calls only itself: any request of its worker is refused."""
-    return raise_answer(LookupError(f"the reference's worker may not ask for {request.get('op')!r}"))
 
 
 class _Unanswerable:
@@ -255,10 +241,11 @@ def load_own_module(module_source: str) -> types.ModuleType:
     """The submission loaded in this process, to decode into when there is no reference (a student's run)."""
     from grader.worker import load_module
 
-    folder = Path(tempfile.mkdtemp(prefix="optlab-own-"))
-    path = folder / MODULE_FILE
-    path.write_text(module_source, encoding="utf-8")
-    try:
-        return load_module(path, MODULE)
-    except BaseException as exc:  # noqa: BLE001 - the student's own module failed; decode into nothing
-        raise SubmissionError(f"your module could not be imported: {type(exc).__name__}: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="optlab-own-") as folder:  # its file is not needed once run
+        path = Path(folder) / MODULE_FILE
+        path.write_text(module_source, encoding="utf-8")
+        try:
+            return load_module(path, MODULE)
+        except BaseException as exc:  # noqa: BLE001 - the student's own module failed; decode into nothing
+            message = f"your module could not be imported: {type(exc).__name__}: {exc}"
+    raise SubmissionError(message) from None

@@ -12,6 +12,7 @@ transport changes when it moves out.
 from __future__ import annotations
 
 import importlib.util
+import mmap
 import os
 import sys
 import types
@@ -43,7 +44,8 @@ class Worker:
     """Serves requests from the grader for one submission module.
 
     `exercise_of` maps each exercise function to its exercise id; `grader` is the link back to the
-    grader, used for reference answers (when `isolate` is on) and for callables the test passed.
+    grader, used for callables the test passed and for reference answers (when `isolate` is on), unless
+    `reference` (the reference's own worker) answers those.
     """
 
     def __init__(
@@ -53,12 +55,15 @@ class Worker:
         grader: Link,
         isolate: bool = True,
         broken: dict[str, str] | None = None,
+        reference: Link | None = None,
     ):
         self.path = Path(path)
         self.broken = broken or {}  # definitions intake dropped for a syntax error: name -> where
         self.exercise_of = exercise_of
         self.grader = grader
-        self.answers = RememberedAnswers(grader)  # the reference's answers, each asked of the grader once
+        # the reference's answers (from its own worker where `reference` is given, else the grader's),
+        # each distinct request asked once
+        self.answers = RememberedAnswers(reference or grader)
         self.isolate = isolate
         self.module: types.ModuleType | None = None
         self.import_error: dict | None = None
@@ -87,6 +92,16 @@ class Worker:
         try:
             with self._isolated(self._others(name, message.get("reference"))):
                 return perform(self.codec, fn, message, str(self.path))
+        finally:
+            self.codec.forget_callables()
+
+    def answer_reference(self, message: dict, writable: list[str] | None) -> dict:
+        """Answer a reference request (this worker runs the reference): the answer names no line of it."""
+        fn = vars(self.module).get(str(message.get("function"))) if self.module is not None else None
+        if not callable(fn):
+            return failure_answer(f"the reference has no {message.get('function')}()")
+        try:
+            return perform(self.codec, fn, message, None, writable)
         finally:
             self.codec.forget_callables()
 
@@ -176,17 +191,21 @@ class _Patched:
 class PipeLink:
     """The worker's end of its two pipes: one JSON message per line, each way."""
 
-    def __init__(self, read_fd: int, write_fd: int):
+    def __init__(self, read_fd: int, write_fd: int, limit: int = -1):
         self._reader = os.fdopen(read_fd, "rb", buffering=1 << 16)
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
+        self._limit = limit  # the longest message read (in bytes); -1: any
         self.last_size = 0
 
     def receive(self) -> dict | None:
-        """The grader's next message; None once the grader has gone. A message this side cannot read
-        ends the worker: answering on would put every later answer out of step with its question."""
-        line = self._reader.readline()
+        """The other side's next message; None once it has gone. A message this side cannot read (or
+        longer than its limit) ends the worker: answering on would put every later answer out of step
+        with its question."""
+        line = self._reader.readline(self._limit + 1 if self._limit >= 0 else -1)
         if not line:
             return None
+        if self._limit >= 0 and len(line) > self._limit:
+            raise SystemExit(3)
         self.last_size = len(line)  # what RememberedAnswers counts against its limit
         try:
             return loads(line.decode("utf-8"))
@@ -205,19 +224,72 @@ class PipeLink:
         return answer
 
 
+class _ReferencePipes(PipeLink):
+    """The submission worker's pipes to the reference's worker. Where that worker has ended, the request
+    fails (so does the call under way), and `ended` says so: the call's answer tells the grader, which
+    then starts both afresh."""
+
+    ended = False
+
+    def send(self, message: dict) -> dict:
+        try:
+            self.post(message)
+            answer = self.receive()
+        except OSError:
+            answer = None
+        if answer is None:
+            self.ended = True
+            return failure_answer("the reference's worker ended before it answered")
+        return answer
+
+
+class _NoCallbacks:
+    """The reference worker's link for the callables a request holds: it calls none of them back."""
+
+    def send(self, message: dict) -> dict:
+        return failure_answer("the reference does not call back a callable of the submission")
+
+
+def answer_worker(config: dict, grader: PipeLink) -> None:
+    """The reference worker's main loop: answer one submission worker's reference requests, each only
+    where the grader's shared byte names an open call whose reference body calls that function
+    (grader.sandbox.ReferenceWorker). Ends when the submission worker has gone, or sends a message this
+    side cannot read or longer than `message_bytes`."""
+    reference = Worker(Path(config["module"]), {}, _NoCallbacks(), isolate=False)
+    requests = PipeLink(*config["answer_fds"], limit=config["message_bytes"])
+    open_call = mmap.mmap(config["call_fd"], 1, mmap.MAP_SHARED, mmap.PROT_READ)
+    functions, answers, writable = config["functions"], config["answers"], config["writable"]
+    grader.post({"op": "ready"})
+    while (message := requests.receive()) is not None:
+        index, name = open_call[0] - 1, str(message.get("function"))
+        allowed = answers[functions[index]] if 0 <= index < len(functions) else ()
+        if message.get("op") == "reference" and name in allowed:
+            requests.post(reference.answer_reference(message, writable.get(name)))
+        else:
+            requests.post(raise_answer(LookupError(f"the reference does not answer {name} here")))
+
+
 def serve(config: dict) -> None:
     """The worker process's main loop: confine this process, import the submission, answer each request.
 
     `config`: read_fd, write_fd, module (path), scratch, read_roots, exercise_of, isolate, broken,
-    audit_hook (whether to install the tripwire).
+    audit_hook (whether to install the tripwire), and reference_fds (the pipes to the reference's worker)
+    where there is one; a reference's worker has answer_fds instead (`answer_worker`).
     """
     if config["audit_hook"]:  # a tripwire for honest mistakes; the OS layers are the boundary
         Confinement(config["scratch"], config["read_roots"]).install()
     link = PipeLink(config["read_fd"], config["write_fd"])
-    worker = Worker(Path(config["module"]), config["exercise_of"], link, config["isolate"], config["broken"])
+    if "answer_fds" in config:
+        answer_worker(config, link)
+        return
+    reference = _ReferencePipes(*config["reference_fds"]) if "reference_fds" in config else None
+    module, exercise_of = Path(config["module"]), config["exercise_of"]
+    worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
     link.post({"op": "ready"})
     while (message := link.receive()) is not None:
         answer = worker.handle(message)
+        if reference is not None and reference.ended:
+            answer["reference_ended"] = True
         for stream in (sys.stdout, sys.stderr):  # what the call printed reaches the grader's log now
             try:
                 stream.flush()

@@ -36,7 +36,7 @@ import pytest
 
 from grader.grading import grade
 from grader.isolation import protect_kit
-from grader.protocol import SubmissionError
+from grader.protocol import CallTimedOut, SubmissionError
 from grader.sandbox import Limits
 from grader.student import sandboxed_student
 from grader.worker import load_module
@@ -720,6 +720,113 @@ def test_a_message_of_many_small_values_does_not_cost_the_grader_much_memory(tmp
     )
     grown = int(done.stdout.split()[-1]) if done.stdout.split() else 10**6
     assert grown < 400, f"the grader grew by {grown} MB ({done.stderr[-300:]})"
+
+
+# -- 6 and 7 again: the reference's worker, asked directly --------------------------------------------------
+
+# The worker's pipes to the reference's worker are in its own memory: any request at all can be sent down
+# them, at any time. add_score's reference calls softmax, so a call to add_score may ask softmax.
+REFERENCE_WORKER = """
+
+def _reference_pipes():
+    return next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
+
+
+def _ask(function, args):
+    answer = _reference_pipes().send({"op": "reference", "function": function, "args": args, "kwargs": {}})
+    return f"{answer.get('op')}:{answer.get('type', '')}"
+
+
+@_attack
+def ask(function):
+    return _ask(function, [[0.0, 0.0]])
+
+
+@_attack
+def garbage(_):
+    pipes = _reference_pipes()
+    pipes._writer.write(b"[[[[ not a message\\n")
+    return str(pipes._reader.readline())
+
+
+def add_score(g, policy, s, t, y, w):
+    if not isinstance(w, str):
+        return _reference_add_score(g, policy, s, t, y, w)
+    verb, _, function = w.partition(":")
+    if verb == "ask":
+        return _ask(function, [[0.0, 0.0]])
+    if verb == "garbage_then_ask":
+        _reference_pipes()._writer.write(b"[[[[ not a message\\n")
+        return _ask("softmax", [[0.0, 0.0]])
+    # keep the reference's worker busy for good, at almost no CPU time of this worker's own
+    pipes = _reference_pipes()
+    ones = ",".join(["1"] * 100000)
+    request = '{"op":"reference","function":"softmax","args":[[' + ones + ']],"kwargs":{}}'
+    while True:
+        pipes._writer.write(request.encode() + b"\\n")
+        pipes._reader.readline()
+"""
+
+
+@pytest.fixture
+def asking(ref):
+    """The reference's worker started by an honest call that may ask it (add_score asks softmax)."""
+    tail = "\n\n_reference_add_score = add_score\n" + REFERENCE_WORKER
+    with worker(ref, tail) as (student, box):
+        g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+        student.add_score(g, ref.TabPolicy(), 0, 0, 1, 1.0)
+        assert box.reference.sandbox is not None and box.reference.sandbox.running()
+        yield student, box
+
+
+def test_the_reference_answers_along_the_open_calls_graph_alone(ref, asking):
+    student, _ = asking
+    g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+    assert student.add_score(g, ref.TabPolicy(), 0, 0, 1, "ask:softmax") == "return:"
+    assert student.add_score(g, ref.TabPolicy(), 0, 0, 1, "ask:exact_kl") == "raise:LookupError"
+    assert student.add_score(g, ref.TabPolicy(), 0, 0, 1, "ask:add_score") == "raise:LookupError"
+
+
+def test_the_reference_answers_nothing_between_the_calls_that_may_ask_it(asking):
+    student, _ = asking
+    assert student.softmax("ask:softmax") == "raise:LookupError"  # softmax's call asks no reference
+
+
+def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_afresh(ref, asking):
+    student, box = asking
+    first = box.reference.sandbox._process.pid
+    assert student.softmax("garbage:") == "b''"  # the reference's worker ended: its pipe closed
+    policy, data = ref.TabPolicy(), [(0, (1, 2))]
+    # The next call that may ask finds it ended (or, if it is still ending, fails and says so)...
+    with contextlib.suppress(SubmissionError):
+        student.sft_grad(policy, data)
+    # ...and the one after has a new submission worker and a new reference worker.
+    assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
+    assert box.reference.sandbox._process.pid != first
+
+
+def test_a_reference_that_ended_during_a_call_is_started_afresh_with_its_worker(ref, asking):
+    """The worker's runtime saw the reference's worker end: its answer says so, and the grader ends the
+    submission worker at once; the next call gets both afresh."""
+    student, box = asking
+    g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+    assert student.add_score(g, ref.TabPolicy(), 0, 0, 1, "garbage_then_ask:") == "raise:SubmissionError"
+    assert not box.running() and box.reference.sandbox is None
+    policy, data = ref.TabPolicy(), [(0, (1, 2))]
+    assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
+
+
+def test_a_reference_kept_busy_costs_the_call_its_deadline_and_no_more(ref, asking):
+    student, box = asking
+    first = box.reference.sandbox._process.pid
+    g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+    with bounded(4 * LIMITS.call_seconds + 4), pytest.raises(CallTimedOut):
+        student.add_score(g, ref.TabPolicy(), 0, 0, 1, "busy:")
+    with contextlib.suppress(ProcessLookupError):  # ended with its submission worker
+        os.kill(first, 0)
+        pytest.fail("the busy reference worker outlived its call")
+    policy, data = ref.TabPolicy(), [(0, (1, 2))]
+    assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
 
 
 # -- 8. one run budget -----------------------------------------------------------------------

@@ -195,7 +195,7 @@ def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off)
         "    import gc\n"
         "    link = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeLink')\n"
         "    huge = b'1' * 5000\n"
-        "    request = b'{\"op\": \"reference\", \"function\": \"exact_kl\", \"args\": ['\n"
+        '    request = b\'{"op": "reference", "function": "exact_kl", "args": [\'\n'
         "    link._writer.write(request + huge + b']}\\n')\n"
         "    link.receive()\n"
         "return [xs[0]]"
@@ -212,7 +212,7 @@ def test_a_worker_whose_request_the_grader_cannot_read_is_ended(ref, layers_off)
 
 def test_the_reference_answers_in_a_process_of_its_own(ref, layers_off):
     # sft_grad's reference calls add_score (another exercise): the worker's call to it is answered by
-    # the reference, in a sandbox of its own, never in the grader's process.
+    # the reference, in a sandbox of its own that the worker asks directly: the grader serves nothing.
     source = REFERENCE.read_text() + (
         "\n\ndef sft_grad(policy, data):\n"
         "    import os\n"
@@ -220,15 +220,18 @@ def test_the_reference_answers_in_a_process_of_its_own(ref, layers_off):
         "    add_score(g, policy, 0, 0, 1, 1.0)\n"
         "    return g, os.getpid()\n"
     )
-    student, _ = sandboxed_student(source, ref, ref, EXERCISES)
+    student, sandbox = sandboxed_student(source, ref, ref, EXERCISES)
+    served = []
+    sandbox.serve_request = lambda request: served.append(request) or student.serve(request)
     try:
         policy = ref.TabPolicy()
         g, worker_pid = student.sft_grad(policy, [])
         expected = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
         ref.add_score(expected, policy, 0, 0, 1, 1.0)
         assert g == expected
-        answering = student.reference_link._sandbox
+        answering = sandbox.reference.sandbox
         assert answering is not None and answering._process.pid not in (os.getpid(), worker_pid)
+        assert served == []
     finally:
         student.close()
 

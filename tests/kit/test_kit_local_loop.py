@@ -17,8 +17,10 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -297,3 +299,19 @@ def test_a_seeded_rng_reads_as_code_in_a_call():
     assert what == "choose_parent([1], random.Random(1), 'greedy')"
     assert call("f", "random.Random(seed)") == "f(random.Random(seed))"
     assert call("f", "random") == "f('random')"
+
+
+@pytest.mark.parametrize("worker", ["sandbox", "inprocess"])
+def test_a_run_leaves_nothing_in_the_temporary_folder(folder, worker, request):
+    """Neither the worker's scratch folder, nor the copy a run in this process imports, nor the module a
+    student's own run decodes into outlives the run."""
+    temporary = Path(tempfile.mkdtemp(prefix="optlab-test-tmp-"))
+    os.chmod(temporary, 0o711)  # the worker user passes through it, as through /tmp
+    request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
+    suite = "tests/visible/test_ex08_softmax.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", f"--worker={worker}", f"--submission={REFERENCE}", suite],
+        cwd=folder, capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=str(temporary)),
+    )  # fmt: skip
+    assert run.returncode == 0 and "5 passed" in run.stdout, run.stdout[-2000:]
+    assert sorted(p.name for p in temporary.iterdir()) == []

@@ -58,7 +58,6 @@ def test_visible_hidden_results_are_summed_up_at_once():
 # -- points a person can read ------------------------------------------------------------------------
 
 
-
 def kit_records(passed: Callable[[int], bool]) -> list[TestRecord]:
     """One record per test of the kit's inventory; the i-th passes where passed(i)."""
     tests = load_inventory(KIT)["tests"]
