@@ -38,7 +38,7 @@ from grader import isolation, landlock
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
-from grader.protocol import failure_answer
+from grader.protocol import SPIN_SECONDS, failure_answer
 
 try:
     import resource
@@ -265,6 +265,7 @@ class Sandbox:
         finally:
             for fd in (to_worker, to_grader, *peer_fds, output):
                 os.close(fd)
+        os.set_blocking(from_worker, False)  # polled first, then waited for (`_read`)
         self._reader = os.fdopen(from_worker, "rb", buffering=0)
         self._writer = os.fdopen(from_grader, "wb", buffering=0)
         self._selector = selectors.DefaultSelector()  # one per worker: most calls take well under 1 ms
@@ -303,11 +304,8 @@ class Sandbox:
         """The next message, or None once the deadline has passed."""
         end = self._buffer.find(b"\n")
         while end < 0:  # each chunk is searched once and appended in place: linear in the message
-            if deadline.passed():
+            if (chunk := self._read(deadline)) is None:
                 return None
-            if not self._selector.select(deadline.poll_seconds()):
-                continue
-            chunk = os.read(self._reader.fileno(), 1 << 20)
             if not chunk:
                 raise _WorkerDied(self._death_reason())
             if (newline := chunk.find(b"\n")) >= 0:
@@ -326,6 +324,22 @@ class Sandbox:
         if type(message) is not dict:
             raise _WorkerDied("the worker sent something that is not a message")
         return message
+
+    def _read(self, deadline: _Deadline) -> bytes | None:
+        """The worker's next bytes (b"" once it has closed its end), or None once the deadline has passed;
+        polled for SPIN_SECONDS before this process sleeps until they come."""
+        fd = self._reader.fileno()
+        spin_until = time.perf_counter() + SPIN_SECONDS
+        while True:
+            try:
+                return os.read(fd, 1 << 20)
+            except BlockingIOError:
+                pass
+            if time.perf_counter() < spin_until:
+                continue
+            if deadline.passed():
+                return None
+            self._selector.select(deadline.poll_seconds())
 
     def _death_reason(self) -> str:
         try:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib.util
 import mmap
 import os
+import select
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,7 +24,7 @@ from pathlib import Path
 from grader.audit import Confinement
 from grader.codec import Codec, CodecError, dumps, loads
 from grader.layout import MODULE
-from grader.protocol import Link, failure_answer, perform, place_call, raise_answer
+from grader.protocol import SPIN_SECONDS, Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -192,7 +194,10 @@ class PipeLink:
     """The worker's end of its two pipes: one JSON message per line, each way."""
 
     def __init__(self, read_fd: int, write_fd: int, limit: int = -1):
-        self._reader = os.fdopen(read_fd, "rb", buffering=1 << 16)
+        self._read_fd = read_fd
+        self._readable = select.poll()
+        self._readable.register(read_fd, select.POLLIN)
+        self._buffer = bytearray()
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
         self._limit = limit  # the longest message read (in bytes); -1: any
         self.last_size = 0
@@ -201,16 +206,35 @@ class PipeLink:
         """The other side's next message; None once it has gone. A message this side cannot read (or
         longer than its limit) ends the worker: answering on would put every later answer out of step
         with its question."""
-        line = self._reader.readline(self._limit + 1 if self._limit >= 0 else -1)
+        line = self._line()
         if not line:
             return None
-        if self._limit >= 0 and len(line) > self._limit:
-            raise SystemExit(3)
         self.last_size = len(line)  # what RememberedAnswers counts against its limit
         try:
             return loads(line.decode("utf-8"))
         except (CodecError, UnicodeDecodeError):
             raise SystemExit(3) from None
+
+    def _line(self) -> bytes:
+        """The next line, newline included; b"" once the other side has gone."""
+        searched = 0
+        while (end := self._buffer.find(b"\n", searched)) < 0:
+            if 0 <= self._limit < len(self._buffer):
+                raise SystemExit(3)
+            searched = len(self._buffer)
+            if not (chunk := self._chunk()):
+                return b""
+            self._buffer += chunk
+        line = bytes(self._buffer[: end + 1])
+        del self._buffer[: end + 1]
+        return line
+
+    def _chunk(self) -> bytes:
+        """The next bytes from the pipe, polled for SPIN_SECONDS before this process sleeps for them."""
+        spin_until = time.perf_counter() + SPIN_SECONDS
+        while not self._readable.poll(0) and time.perf_counter() < spin_until:
+            pass
+        return os.read(self._read_fd, 1 << 16)
 
     def post(self, message: dict) -> None:
         self._writer.write(dumps(message).encode("utf-8") + b"\n")

@@ -746,7 +746,7 @@ def ask(function):
 def garbage(_):
     pipes = _reference_pipes()
     pipes._writer.write(b"[[[[ not a message\\n")
-    return str(pipes._reader.readline())
+    return str(pipes._line())
 
 
 def add_score(g, policy, s, t, y, w):
@@ -764,7 +764,7 @@ def add_score(g, policy, s, t, y, w):
     request = '{"op":"reference","function":"softmax","args":[[' + ones + ']],"kwargs":{}}'
     while True:
         pipes._writer.write(request.encode() + b"\\n")
-        pipes._reader.readline()
+        pipes._line()
 """
 
 
