@@ -99,6 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _VERDICT = pytest.StashKey[Verdict]()
+_STUDENT_SUITES = pytest.StashKey[int]()
 
 
 def _root(config: pytest.Config) -> Path:
@@ -145,11 +146,28 @@ class OptLab:
         self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
         self.limits = Limits(call_seconds=config.getoption("call_timeout"))
         self.intake = _intake(self.submission)
+        self.suites = config.stash.get(_STUDENT_SUITES, 1)  # how many suites of this session call it
+        self._ahead: list[tuple[Student, Callable[[], None]]] = []
+        self._handed = 0
+        config.add_cleanup(self.close)
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # worker uids must not read the kit
             protect_kit(root, Path(__file__).parent)
 
     def student(self) -> tuple[Student, Callable[[], None]]:
-        """A Student on a fresh worker, and what closes it."""
+        """A Student on a fresh worker, and what closes it. While a suite runs, the worker of the next one
+        (of this session's `suites` that call the submission) is already starting."""
+        handed = self._ahead.pop(0) if self._ahead else self._new_student()
+        self._handed += 1
+        if self._handed < self.suites and self.config.getoption("worker") != "inprocess":
+            self._ahead.append(self._new_student())
+        return handed
+
+    def close(self) -> None:
+        """Close the workers started for suites that did not run (an interrupted or narrowed session)."""
+        while self._ahead:
+            self._ahead.pop()[1]()
+
+    def _new_student(self) -> tuple[Student, Callable[[], None]]:
         if isinstance(self.intake, str):
             return unanswerable_student(self.intake), lambda: None
         lab = self.reference or load_own_module(self.intake.source)
@@ -172,6 +190,7 @@ class OptLab:
             self.contract,
         )
         student.link = _EchoOutput(sandbox)
+        sandbox.spawn()  # it imports the module while this process goes on
         return student, lambda: self._close(student, sandbox)
 
     def _close(self, student: Student, sandbox: Sandbox) -> None:
@@ -319,6 +338,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("\n".join(problems))
     if out := config.getoption("inventory_out"):
         Path(out).write_text(json.dumps([_inventory_entry(i) for i in items if _suite_of(i)], indent=1))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Count the suites (packages) whose tests call the submission: each gets a worker of its own."""
+    suites = {
+        item.getparent(pytest.Package) or item.path.parent
+        for item in session.items
+        if "student" in getattr(item, "fixturenames", ())
+    }
+    session.config.stash[_STUDENT_SUITES] = len(suites)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -116,6 +116,8 @@ class Sandbox:
             "audit_hook": self.layers.audit_hook,
         }
         self._process: subprocess.Popen | None = None
+        self._ready = False  # the running worker has imported the module and said so
+        self._spawned = 0.0
         self._inherited: tuple[int, ...] = ()  # descriptors every start's worker inherits (kept open here)
         self._start_failure: dict | None = None
         self._spent = 0.0
@@ -135,7 +137,7 @@ class Sandbox:
         try:
             if asks_reference and self._process is not None and self.reference.ended():
                 self._kill("the reference's worker ended")  # its pipes were this worker's: both start afresh
-            if self._process is None and (failure := self.start()) is not None:
+            if (failure := self.start()) is not None:
                 return failure
             if asks_reference and (failure := self.reference.open_call(str(message["function"]))):
                 return failure
@@ -220,11 +222,19 @@ class Sandbox:
                 os.chown(path, self.lease.uid, self.lease.uid)
             os.chmod(self.work, 0o700)
 
+    def spawn(self) -> None:
+        """Start the worker's process, if none runs, without waiting for it to import the module (`start`
+        waits): its start then overlaps with the grader's own work."""
+        if self._process is None and self._start_failure is None:
+            self._spawn()
+
     def start(self) -> dict | None:
-        """Start the worker (a call starts it when none runs); a failure answer where it cannot start (a
-        module that did not import once is not tried again)."""
-        if self._start_failure is None:
-            self._start_failure = self._start()
+        """Start the worker, if none runs, and wait until it has imported the module (a call starts it
+        when none runs); a failure answer where it cannot start (a module that did not import once is
+        not tried again)."""
+        if self._start_failure is None and not self._ready:
+            self.spawn()
+            self._start_failure = self._await_ready()
         return self._start_failure
 
     def running(self) -> bool:
@@ -239,7 +249,7 @@ class Sandbox:
         fds = self.reference.pair()
         return {"reference_fds": fds}, fds
 
-    def _start(self) -> dict | None:
+    def _spawn(self) -> None:
         to_worker, from_grader = os.pipe()
         from_worker, to_grader = os.pipe()
         peer_config, peer_fds = self._peer()
@@ -272,13 +282,22 @@ class Sandbox:
         self._selector.register(self._reader, selectors.EVENT_READ)
         self._buffer = bytearray()
         self.restarts += 1
-        deadline = self._deadline(self.limits.import_seconds)
+        self._spawned = time.monotonic()
+        if self.reference is not None:
+            self.reference.spawn()  # the reference's worker starts beside this one
+
+    def _await_ready(self) -> dict | None:
+        """Wait for the spawned worker's hello; a failure answer if it does not come. The import's CPU
+        time counts from the worker's own start, its wall time from its spawn: the same bounds whether or
+        not the grader waited all along."""
+        deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
         try:
             ready = self._receive(deadline)
         except _WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
-        if ready is None:
+        # a hello read late (the worker started ahead) still counts only if the import kept to its CPU time
+        if ready is None or deadline.cpu_used() >= deadline.cpu_seconds:
             why = deadline.overrun()
             self._kill("import timed out")
             # no exercise's own timeout: the module never imported, so every call fails with this anyway
@@ -286,6 +305,7 @@ class Sandbox:
         if ready.get("op") != "ready":
             self._kill("bad hello")
             return failure_answer("the worker did not start")
+        self._ready = True
         return None
 
     def _post(self, message: dict) -> None:
@@ -294,11 +314,15 @@ class Sandbox:
         except (BrokenPipeError, OSError):
             raise _WorkerDied(self._death_reason()) from None
 
-    def _deadline(self, cpu_seconds: float, exercise: int | None = None) -> _Deadline:
+    def _deadline(
+        self, cpu_seconds: float, exercise: int | None = None, since: float | None = None
+    ) -> _Deadline:
+        """A call's deadline, or with `since` (a monotonic time) one that counts the worker's CPU time from
+        its start and the wall time from `since`."""
         walls = {"call": cpu_seconds * self.limits.wall_factor, "run": self.limits.run_seconds - self._spent}
         if exercise is not None:
             walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
-        return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls)
+        return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
 
     def _receive(self, deadline: _Deadline) -> dict | None:
         """The next message, or None once the deadline has passed."""
@@ -360,6 +384,7 @@ class Sandbox:
         if self.reference is not None:
             self.reference.end()  # it answered this worker alone
         process, self._process = self._process, None
+        self._ready = False
         if process is None:
             return
         self.log.append(why)
@@ -384,8 +409,8 @@ class ReferenceWorker:
 
     It answers only along the reference's call graph of the call under way (`answers`: for each function
     a call may be open in, the functions it may answer then), which the grader writes before each call
-    into a byte of memory the two share, and clears after it: between calls it answers nothing. Started at
-    the first call that may ask it, it lives and dies with its submission worker: each new submission
+    into a byte of memory the two share, and clears after it: between calls it answers nothing. Started
+    beside its submission worker, it lives and dies with it: each new submission
     worker gets new pipes and so a new reference worker, and one that ended (a request it could not read
     or survive) takes its submission worker along at the next call that asks. Its work is bounded like
     any worker's (rlimits) and by the deadline of the call that waits for it."""
@@ -415,15 +440,21 @@ class ReferenceWorker:
         self._ends = (requests_out, answers_in)
         return answers_out, requests_in
 
-    def open_call(self, function: str) -> dict | None:
-        """Answer along `function`'s call graph until `close_call`, starting the reference worker if need
-        be; a failure answer where it cannot start."""
-        if self.sandbox is None:
-            if self._ends is None:
-                return failure_answer("the reference's worker has no submission worker to answer")
+    def spawn(self) -> None:
+        """Start the reference worker for the submission worker that took the last `pair`, without
+        waiting for it (`open_call` waits)."""
+        if self.sandbox is None and self._ends is not None:
             self.sandbox = _AnsweringSandbox(self._source, self._limits, self)
-            if (failure := self.sandbox.start()) is not None:
-                return failure
+            self.sandbox.spawn()
+
+    def open_call(self, function: str) -> dict | None:
+        """Answer along `function`'s call graph until `close_call`, once the reference worker has started;
+        a failure answer where it cannot start."""
+        self.spawn()
+        if self.sandbox is None:
+            return failure_answer("the reference's worker has no submission worker to answer")
+        if (failure := self.sandbox.start()) is not None:
+            return failure
         self._call[0] = self.functions.index(function) + 1 if function in self.functions else 0
         return None
 
@@ -494,15 +525,18 @@ class _Deadline:
 
     POLL = 0.05  # how often the CPU time is read; most calls end before the first reading
 
-    def __init__(self, pid: int | None, cpu_seconds: float, walls: dict[str, float]):
-        """`walls`: the wall-clock bounds that apply, by whose time they are (a protocol.TIME_SCOPES)."""
+    def __init__(
+        self, pid: int | None, cpu_seconds: float, walls: dict[str, float], since: float | None = None
+    ):
+        """`walls`: the wall-clock bounds that apply, by whose time they are (a protocol.TIME_SCOPES);
+        `since`: where given, the wall time counts from then and the CPU time from the process's start."""
         self.pid, self.cpu_seconds = pid, cpu_seconds
         self.wall_scope = min(walls, key=walls.__getitem__)
         self.wall_seconds = max(0.0, walls[self.wall_scope])
-        self.started = time.monotonic()
+        self.started = time.monotonic() if since is None else since
         self.wall_end = self.started + self.wall_seconds
-        self.next_reading = self.started + self.POLL
-        self.cpu_start: float | None = None
+        self.next_reading = time.monotonic() + self.POLL
+        self.cpu_start: float | None = None if since is None else 0.0
 
     def passed(self) -> bool:
         now = time.monotonic()

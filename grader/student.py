@@ -208,8 +208,8 @@ def sandboxed_student(
     contract: dict | None = None,
 ) -> tuple[Student, Sandbox]:
     """A Student whose worker is a sandboxed process (grader.sandbox), and its sandbox; `Student.close`
-    closes both. The reference answers the worker's reference requests from a second sandbox, started at
-    the first call that may ask it (grader.sandbox.ReferenceWorker): arguments the submission chose never
+    closes both. The reference answers the worker's reference requests from a second sandbox, started
+    beside the worker (grader.sandbox.ReferenceWorker): arguments the submission chose never
     run in the grader's own process, and never pass through it."""
     student = Student(lab, reference, exercise_of, timed_out, contract)
     answering = student.reference_worker(limits)

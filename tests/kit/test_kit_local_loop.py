@@ -315,3 +315,20 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(folder, worker, request):
     )  # fmt: skip
     assert run.returncode == 0 and "5 passed" in run.stdout, run.stdout[-2000:]
     assert sorted(p.name for p in temporary.iterdir()) == []
+
+
+def test_a_session_stopped_early_closes_the_worker_started_for_the_next_suite(tmp_path, request):
+    """Both suites of the kit; the first failure stops the session before the hidden suite runs: the
+    worker started ahead for it is closed, and nothing of it is left in the temporary folder."""
+    temporary = Path(tempfile.mkdtemp(prefix="optlab-test-tmp-"))
+    os.chmod(temporary, 0o711)
+    request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
+    wrong = tmp_path / "optimization_toolkit.py"
+    wrong.write_text(REFERENCE.read_text() + "\n\ndef softmax(xs):\n    return [1.0] * len(xs)\n")
+    suites = ["tests/visible/test_ex08_softmax.py", "tests/hidden/test_ex08_softmax.py"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-x", f"--submission={wrong}", *suites],
+        cwd=KIT, capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=str(temporary)),
+    )  # fmt: skip
+    assert run.returncode == 1 and "stopping after 1 failures" in run.stdout, run.stdout[-2000:]
+    assert sorted(p.name for p in temporary.iterdir()) == []

@@ -72,6 +72,30 @@ def test_a_module_that_cannot_import_is_not_imported_again(ref):
         student.close()
 
 
+SLOW_IMPORT = """
+import time as _time
+_until = _time.process_time() + 1.5
+while _time.process_time() < _until:  # 1.5 s of CPU time at import: over the 1 s budget
+    pass
+"""
+
+
+def test_a_worker_started_ahead_has_the_same_import_budget(ref):
+    """The worker is spawned, the grader busy elsewhere long enough for the import to finish: the import
+    still used more CPU time than its budget, and fails as it would have with the grader waiting."""
+    student, sandbox = open_student(ref, SLOW_IMPORT)
+    try:
+        sandbox.spawn()
+        deadline = time.monotonic() + 30
+        while _cpu_time(sandbox._process.pid) < 1.5 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the import runs meanwhile (the grader is not waiting for it)
+        time.sleep(0.5)
+        with pytest.raises(CallTimedOut, match="did not finish importing"):
+            student.softmax([0.0])
+    finally:
+        student.close()
+
+
 def test_closing_removes_the_scratch_folder_and_the_worker(ref):
     student, sandbox = open_student(ref, "")
     student.softmax([0.0])
