@@ -147,11 +147,10 @@ class Codec:
         state = data["$random"]
         try:
             version, internal, gauss = state
-            rng = random.Random()
-            rng.setstate(
-                (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
-            )
-        except (TypeError, ValueError) as exc:
+            rng = random.Random.__new__(random.Random)  # not seeded from the OS: its state is set next
+            # setstate checks every word (an int of 32 bits) and the length: a bad state raises
+            rng.setstate((int(version), tuple(internal), None if gauss is None else float(gauss)))
+        except (TypeError, ValueError, OverflowError) as exc:
             raise CodecError(f"bad random.Random state: {exc}") from None
         return rng
 

@@ -148,6 +148,10 @@ def test_callables_are_refused_unless_this_side_issues_callbacks(ref):
         {"$set": [[1]]},
         {"$dict": [[1]]},
         {"$random": [3, ["x"], None]},
+        {"$random": [3, [-1] * 624 + [624], None]},  # a word below 0
+        {"$random": [3, [0.5] * 624 + [624], None]},
+        {"$random": [3, [1, 2, 3], None]},  # not 625 words
+        {"$random": [3, 7, None]},
         {"$callback": 1},
     ],
 )
