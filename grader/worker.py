@@ -3,10 +3,10 @@
 For each call it decodes the arguments into the submission's own classes, and, while the call runs,
 points the exercise functions that the called one's reference body calls (the request's "reference"
 list, from the reference's call graph; never one of the called function's own exercise) at the
-reference (a request back to the grader), so that one bug costs points once. It reports back only the
-changes to the arguments the request names as "mutable"; other changes stay in the worker. Today the
-worker lives in the test process behind the same JSON messages a sandboxed process will use; only the
-transport changes when it moves out.
+reference (a request to the reference's own worker, or to the grader in a run in the test process), so
+that one bug costs points once. It reports back only the changes to the arguments the request names as
+"mutable"; other changes stay in the worker. The same module runs the reference's worker
+(`answer_worker`), and a worker in the test process for debugging, behind the same JSON messages.
 """
 
 from __future__ import annotations
@@ -135,13 +135,13 @@ class Worker:
 
 class RememberedAnswers:
     """The link for reference requests: each distinct request (function and encoded arguments) is asked
-    of the grader once; the same request again gets the answer the grader gave. The reference is a pure
-    function of its arguments (their encoded state, a `random.Random`'s included), so the answer would be
-    the same; a softmax asked for the same policy row by every step of a gradient then costs one round
-    trip through the grader and the reference's sandbox instead of one per step.
+    once; the same request again gets the answer it got. The reference is a pure function of its
+    arguments (their encoded state, a `random.Random`'s included), so the answer would be the same; a
+    softmax asked for the same policy row by every step of a gradient then costs one round trip to the
+    reference's worker instead of one per step.
 
-    It holds only answers the grader already gave this worker, for calls the grader allowed (along the
-    reference's call graph), which the submission saw as they came back: nothing it could not have kept
+    It holds only answers the reference already gave this worker, for calls allowed along the
+    reference's call graph, which the submission saw as they came back: nothing it could not have kept
     itself. Requests holding a callback (whose answers depend on the caller's code) are always asked, and
     only "return" answers are kept, at most LIMIT characters of requests in all (then it starts afresh)."""
 
