@@ -133,13 +133,13 @@ class Sandbox:
         if (out_of_time := self._out_of_time(exercise)) is not None:
             return out_of_time
         started = calling = time.monotonic()
-        asks_reference = self.reference is not None and bool(message.get("reference"))
+        reference = self.reference if message.get("reference") else None  # the call may ask it
         try:
-            if asks_reference and self._process is not None and self.reference.ended():
+            if reference is not None and self._process is not None and reference.ended():
                 self._kill("the reference's worker ended")  # its pipes were this worker's: both start afresh
             if (failure := self.start()) is not None:
                 return failure
-            if asks_reference and (failure := self.reference.open_call(str(message["function"]))):
+            if reference is not None and (failure := reference.open_call(str(message["function"]))):
                 return failure
             calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
             deadline = self._deadline(self.limits.call_seconds, exercise)
@@ -151,7 +151,7 @@ class Sandbox:
                     self._kill(f"{name} timed out")
                     return failure_answer(f"{name}() did not return: {why}", timed_out=deadline.scope())
                 if answer.get("op") in ("return", "raise"):
-                    if asks_reference and answer.get("reference_ended") is True:
+                    if reference is not None and answer.get("reference_ended") is True:
                         self._kill("the reference's worker ended")  # its pipes were this worker's
                     return answer
                 self._post(self._serve(answer))
@@ -159,8 +159,8 @@ class Sandbox:
             self._kill(str(died))
             return failure_answer(str(died))
         finally:
-            if asks_reference:
-                self.reference.close_call()
+            if reference is not None:
+                reference.close_call()
             now = time.monotonic()
             self._spent += now - started
             if exercise is not None:

@@ -280,7 +280,8 @@ def answer_worker(config: dict, grader: PipeLink) -> None:
     (grader.sandbox.ReferenceWorker). Ends when the submission worker has gone, or sends a message this
     side cannot read or longer than `message_bytes`."""
     reference = Worker(Path(config["module"]), {}, _NoCallbacks(), isolate=False)
-    requests = PipeLink(*config["answer_fds"], limit=config["message_bytes"])
+    read_fd, write_fd = config["answer_fds"]
+    requests = PipeLink(read_fd, write_fd, limit=config["message_bytes"])
     open_call = mmap.mmap(config["call_fd"], 1, mmap.MAP_SHARED, mmap.PROT_READ)
     functions, answers, writable = config["functions"], config["answers"], config["writable"]
     grader.post({"op": "ready"})
