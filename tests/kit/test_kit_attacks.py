@@ -749,6 +749,18 @@ def garbage(_):
     return str(pipes._line())
 
 
+@_attack
+def oversize(_):
+    # a request longer than the reference's worker reads (4 MB): it ends without reading on
+    pipes = _reference_pipes()
+    try:
+        ones = b"1," * (3 << 20) + b"1"
+        pipes._writer.write(b'{"op":"reference","function":"softmax","args":[[' + ones + b']]}\\n')
+    except OSError:
+        pass
+    return str(pipes._line())
+
+
 def add_score(g, policy, s, t, y, w):
     if not isinstance(w, str):
         return _reference_add_score(g, policy, s, t, y, w)
@@ -792,10 +804,11 @@ def test_the_reference_answers_nothing_between_the_calls_that_may_ask_it(asking)
     assert student.softmax("ask:softmax") == "raise:LookupError"  # softmax's call asks no reference
 
 
-def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_afresh(ref, asking):
+@pytest.mark.parametrize("attack", ["garbage", "oversize"])
+def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_afresh(ref, asking, attack):
     student, box = asking
     first = box.reference.sandbox._process.pid
-    assert student.softmax("garbage:") == "b''"  # the reference's worker ended: its pipe closed
+    assert student.softmax(f"{attack}:") == "b''"  # the reference's worker ended: its pipe closed
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     # The next call that may ask finds it ended (or, if it is still ending, fails and says so)...
     with contextlib.suppress(SubmissionError):
