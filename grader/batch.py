@@ -41,7 +41,7 @@ from grader.inventory import INVENTORY
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
-from grader.sandbox import proc_stat
+from grader.sandbox import GRADINGS_AT_ONCE, proc_stat
 from grader.scoring import points_text
 
 if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
@@ -327,6 +327,7 @@ def _start(root: Path, entry: Entry, key: str, options: BatchOptions) -> _Job:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: killed as one, and no terminal's Ctrl-C
+            env=dict(os.environ, **{GRADINGS_AT_ONCE: str(options.jobs)}),
         )
     now = time.monotonic()
     return _Job(entry, key, folder, process, now, now + options.timeout)

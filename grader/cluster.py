@@ -112,7 +112,10 @@ def grade_on_worker(parcel: Parcel, options: BatchOptions) -> Returned:
     key = worker.get_current_task()
     with tempfile.TemporaryDirectory(prefix="optlab-cluster-") as scratch:
         submission = unpack(parcel, Path(scratch) / "submission")
-        here = dataclasses.replace(options, results_dir=Path(scratch) / "results", cluster=None)
+        # as many gradings side by side as the worker has threads (grader.sandbox.poll_seconds)
+        here = dataclasses.replace(
+            options, results_dir=Path(scratch) / "results", cluster=None, jobs=max(1, worker.state.nthreads)
+        )
         graded, log = grade_one(root, Entry(parcel.file, submission), here, lambda: _released(key))
     return Returned(dataclasses.replace(graded, worker=worker.address), log)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from grader.audit import Confinement
 from grader.codec import Codec, CodecError, dumps, loads
 from grader.layout import MODULE
-from grader.protocol import SPIN_SECONDS, Link, failure_answer, perform, place_call, raise_answer
+from grader.protocol import Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -193,13 +193,14 @@ class _Patched:
 class PipeLink:
     """The worker's end of its two pipes: one JSON message per line, each way."""
 
-    def __init__(self, read_fd: int, write_fd: int, limit: int = -1):
+    def __init__(self, read_fd: int, write_fd: int, limit: int = -1, poll_seconds: float = 0.0):
         self._read_fd = read_fd
         self._readable = select.poll()
         self._readable.register(read_fd, select.POLLIN)
         self._buffer = bytearray()
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
         self._limit = limit  # the longest message read (in bytes); -1: any
+        self._poll = poll_seconds  # how long the pipe is polled before this process sleeps
         self.last_size = 0
 
     def receive(self) -> dict | None:
@@ -230,8 +231,8 @@ class PipeLink:
         return line
 
     def _chunk(self) -> bytes:
-        """The next bytes from the pipe, polled for SPIN_SECONDS before this process sleeps for them."""
-        spin_until = time.perf_counter() + SPIN_SECONDS
+        """The next bytes from the pipe, polled for a while before this process sleeps for them."""
+        spin_until = time.perf_counter() + self._poll
         while not self._readable.poll(0) and time.perf_counter() < spin_until:
             pass
         return os.read(self._read_fd, 1 << 16)
@@ -281,7 +282,7 @@ def answer_worker(config: dict, grader: PipeLink) -> None:
     side cannot read or longer than `message_bytes`."""
     reference = Worker(Path(config["module"]), {}, _NoCallbacks(), isolate=False)
     read_fd, write_fd = config["answer_fds"]
-    requests = PipeLink(read_fd, write_fd, limit=config["message_bytes"])
+    requests = PipeLink(read_fd, write_fd, config["message_bytes"], config["poll_seconds"])
     open_call = mmap.mmap(config["call_fd"], 1, mmap.MAP_SHARED, mmap.PROT_READ)
     functions, answers, writable = config["functions"], config["answers"], config["writable"]
     grader.post({"op": "ready"})
@@ -298,16 +299,18 @@ def serve(config: dict) -> None:
     """The worker process's main loop: confine this process, import the submission, answer each request.
 
     `config`: read_fd, write_fd, module (path), scratch, read_roots, exercise_of, isolate, broken,
-    audit_hook (whether to install the tripwire), and reference_fds (the pipes to the reference's worker)
-    where there is one; a reference's worker has answer_fds instead (`answer_worker`).
+    audit_hook (whether to install the tripwire), poll_seconds (grader.sandbox.poll_seconds), and
+    reference_fds (the pipes to the reference's worker) where there is one; a reference's worker has
+    answer_fds instead (`answer_worker`).
     """
     if config["audit_hook"]:  # a tripwire for honest mistakes; the OS layers are the boundary
         Confinement(config["scratch"], config["read_roots"]).install()
-    link = PipeLink(config["read_fd"], config["write_fd"])
+    link = PipeLink(config["read_fd"], config["write_fd"], poll_seconds=config["poll_seconds"])
     if "answer_fds" in config:
         answer_worker(config, link)
         return
-    reference = _ReferencePipes(*config["reference_fds"]) if "reference_fds" in config else None
+    pipes = config.get("reference_fds")
+    reference = _ReferencePipes(pipes[0], pipes[1], poll_seconds=config["poll_seconds"]) if pipes else None
     module, exercise_of = Path(config["module"]), config["exercise_of"]
     worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
     link.post({"op": "ready"})

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from grader import isolation
-from grader.protocol import CallTimedOut, SubmissionError
-from grader.sandbox import Limits, SandboxError, _cpu_time
+from grader import sandbox as sandbox_module
+from grader.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
+from grader.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError, _cpu_time
 from grader.student import sandboxed_student
 from grader.worker import load_module
 from tests.kit.conftest import KIT
@@ -237,3 +238,25 @@ def test_what_a_call_printed_survives_the_kill_of_its_timeout(ref):
         assert "about to loop [0.5]" in sandbox.output()
     finally:
         student.close()
+
+
+def test_pipes_are_polled_only_where_the_grading_has_two_cpus_to_itself(tmp_path, monkeypatch):
+    monkeypatch.delenv(GRADINGS_AT_ONCE, raising=False)
+    monkeypatch.setattr(sandbox_module, "usable_cpus", lambda: 2.0)
+    assert sandbox_module.poll_seconds() == SPIN_SECONDS
+    monkeypatch.setenv(GRADINGS_AT_ONCE, "2")  # a batch at -j 2 on 2 CPUs: polling would take the other's
+    assert sandbox_module.poll_seconds() == 0.0
+    monkeypatch.setenv(GRADINGS_AT_ONCE, "not a number")
+    assert sandbox_module.poll_seconds() == SPIN_SECONDS
+    monkeypatch.setattr(sandbox_module, "usable_cpus", lambda: 0.5)  # Gradescope's half a CPU
+    assert sandbox_module.poll_seconds() == 0.0
+
+
+def test_the_cgroup_quota_bounds_the_usable_cpus(tmp_path):
+    cpu_max = tmp_path / "cpu.max"
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max.write_text("50000 100000\n")
+    assert sandbox_module.usable_cpus(cpu_max) == min(affinity, 0.5)
+    cpu_max.write_text("max 100000\n")
+    assert sandbox_module.usable_cpus(cpu_max) == affinity
+    assert sandbox_module.usable_cpus(tmp_path / "absent") == affinity
