@@ -12,8 +12,10 @@ The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
 Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
 this sandbox, and the sandbox one for all calls: past one, the worker's process group is killed and the
-next call starts a fresh worker. Closing the sandbox kills what is left of its uid and removes what that
-uid wrote anywhere it could write.
+next call starts a fresh worker. When grading, a second worker runs the reference (`ReferenceWorker`)
+and answers the first one's reference requests directly, along the call graph of the open call.
+Closing the sandbox kills what is left of its uid and removes what that uid wrote anywhere it could
+write.
 """
 
 from __future__ import annotations
