@@ -226,6 +226,8 @@ class PipeLink:
             if not (chunk := self._chunk()):
                 return b""
             self._buffer += chunk
+        if 0 <= self._limit < end:
+            raise SystemExit(3)
         line = bytes(self._buffer[: end + 1])
         del self._buffer[: end + 1]
         return line

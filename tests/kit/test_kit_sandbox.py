@@ -260,3 +260,15 @@ def test_the_cgroup_quota_bounds_the_usable_cpus(tmp_path):
     cpu_max.write_text("max 100000\n")
     assert sandbox_module.usable_cpus(cpu_max) == affinity
     assert sandbox_module.usable_cpus(tmp_path / "absent") == affinity
+
+
+def test_a_pipe_link_refuses_a_message_one_byte_over_its_limit():
+    from grader.worker import PipeLink
+
+    read_end, write_end = os.pipe()
+    link = PipeLink(read_end, os.open(os.devnull, os.O_WRONLY), limit=11)
+    os.write(write_end, b'{"op":"x1"}\n{"op":"x12"}\n')  # 11 and 12 bytes before the newline
+    assert link.receive() == {"op": "x1"}
+    with pytest.raises(SystemExit):
+        link.receive()
+    os.close(write_end)
