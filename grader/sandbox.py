@@ -456,6 +456,7 @@ class ReferenceWorker:
         limits: Limits | None = None,
     ):
         self.functions = sorted(answers)  # the byte holds 1 + the open call's index here; 0: none open
+        self._byte = {name: index + 1 for index, name in enumerate(self.functions)}
         if len(self.functions) > 255:
             raise ValueError("more functions than one byte can name")
         self.tables = {"functions": self.functions, "answers": answers, "writable": writable}
@@ -488,7 +489,7 @@ class ReferenceWorker:
             return failure_answer("the reference's worker has no submission worker to answer")
         if (failure := self.sandbox.start()) is not None:
             return failure
-        self._call[0] = self.functions.index(function) + 1 if function in self.functions else 0
+        self._call[0] = self._byte.get(function, 0)
         return None
 
     def close_call(self) -> None:

@@ -137,7 +137,7 @@ class Student:
 
     def reference_worker(self, limits: Limits | None = None) -> ReferenceWorker | None:
         """The reference in a process of its own that answers the worker's reference requests along the
-        same call graph as `serve` (None without a reference); `serve` then answers none of them."""
+        same call graph as `serve` (None without a reference)."""
         if self._reference is None or self._contract is None:
             return None
         if self._reference.__file__ is None:
@@ -146,7 +146,6 @@ class Student:
         opens = self._contract.get("answers", {})
         answers = {f: [n for n in self._answered(f) if self._may_answer(f, n)] for f in opens}
         answered = {n for names in answers.values() for n in names}
-        self.reference_answers_here = False
         return ReferenceWorker(source, answers, {n: self._writable(n) for n in answered}, limits)
 
     def _answered(self, name: str) -> list[str]:
@@ -213,6 +212,7 @@ def sandboxed_student(
     run in the grader's own process, and never pass through it."""
     student = Student(lab, reference, exercise_of, timed_out, contract)
     answering = student.reference_worker(limits)
+    student.reference_answers_here = False  # the worker asks `answering`; the grader serves no request
     sandbox = Sandbox(
         module_source, exercise_of, reference is not None, student.serve, limits, broken, answering
     )
