@@ -750,6 +750,26 @@ def garbage(_):
 
 
 @_attack
+def reach(pid):
+    # the reference's worker by its pid: stop it, read its memory, its descriptors (the shared byte), its maps
+    import signal
+
+    reached = []
+    for what, act in (
+        ("signal", lambda: _os.kill(int(pid), signal.SIGSTOP)),
+        ("mem", lambda: open(f"/proc/{pid}/mem", "rb").read(1)),
+        ("fd", lambda: _os.listdir(f"/proc/{pid}/fd")),
+        ("maps", lambda: open(f"/proc/{pid}/maps").read(1)),
+    ):
+        try:
+            act()
+            reached.append(what)
+        except OSError:
+            pass
+    return reached
+
+
+@_attack
 def oversize(_):
     # a request longer than the reference's worker reads (4 MB): it ends without reading on
     pipes = _reference_pipes()
@@ -816,6 +836,14 @@ def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_af
     # ...and the one after has a new submission worker and a new reference worker.
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
     assert box.reference.sandbox._process.pid != first
+
+
+def test_the_submission_cannot_reach_the_reference_workers_process(ref, asking):
+    student, box = asking
+    answering = box.reference.sandbox._process.pid
+    assert student.softmax(f"reach:{answering}") == []
+    policy, data = ref.TabPolicy(), [(0, (1, 2))]
+    assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)  # not stopped: it still answers
 
 
 def test_a_reference_that_ended_during_a_call_is_started_afresh_with_its_worker(ref, asking):
