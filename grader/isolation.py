@@ -1,13 +1,13 @@
 """The operating system's layers around a worker, and the state they keep between workers.
 
 What this machine allows (`machine_layers`: a uid per worker as root, Landlock, network and IPC
-namespaces, rlimits, the audit hook); a numeric uid of its own for each concurrent worker (`UidLease`,
+namespaces, rlimits, the audit hook, a seccomp filter, a memory cgroup per worker); a numeric uid of its own for each concurrent worker (`UidLease`,
 shared by every grader process on the machine through lock files); removing everything a worker uid left
 behind (`sweep_uid`); and a kit those uids cannot read (`protect_kit`). grader.sandbox applies them.
 
 The audit hook is listed as a layer but is no boundary: it lives in the interpreter it watches.
-`OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, audit_hook) switches layers off, for the kit's
-own tests of each fallback only.
+`OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, audit_hook, seccomp, cgroup) switches layers
+off, for the kit's own tests of each fallback only.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader import landlock
+from grader import cgroup, landlock, seccomp
 from grader.errors import KitError
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
-SWITCHABLE = ("landlock", "namespaces", "audit_hook")
+SWITCHABLE = ("landlock", "namespaces", "audit_hook", "seccomp", "cgroup")
 # Numeric uids (and gids) for workers: no passwd entry needed; far from the system's and people's ranges.
 WORKER_UIDS = range(64100, 64228)
 LEASES = Path("/run/optlab-kit/worker-uids")  # root's own: one lock file per uid in use
@@ -50,6 +50,8 @@ class Layers:
     namespaces: bool
     rlimits: bool
     audit_hook: bool
+    seccomp: bool = False  # no socket, memfd, shared memory or io_uring (grader.seccomp)
+    cgroup: int = 0  # the version of the memory cgroup each worker gets (0: none; grader.cgroup)
 
     @property
     def contained(self) -> bool:
@@ -68,6 +70,8 @@ class Layers:
                 (f"Landlock ABI {self.landlock}", self.landlock),
                 ("network and IPC namespaces", self.namespaces),
                 ("rlimits", self.rlimits),
+                ("seccomp filter", self.seccomp),
+                (f"memory cgroup v{self.cgroup}", self.cgroup),
                 ("audit hook (tripwire)", self.audit_hook),
             )
             if on
@@ -101,6 +105,8 @@ def machine_layers() -> Layers:
         namespaces=root and "namespaces" not in off and _namespaces_allowed(),
         rlimits=_has_rlimits(),
         audit_hook="audit_hook" not in off,
+        seccomp="seccomp" not in off and seccomp.available(),
+        cgroup=0 if "cgroup" in off else cgroup.version(),
     )
 
 

@@ -7,7 +7,10 @@ the module and the worker's runtime. The operating system confines it, with ever
 has (grader.isolation): as root, a uid of its own (leased for the sandbox's life; no other worker shares
 it) and network and IPC namespaces of its own; Landlock (reading only the interpreter, its stdlib and the
 runtime, writing only its scratch folder, no TCP, signals and abstract sockets scoped to itself);
-rlimits (address space, CPU, no process or thread, file size, open files); the parent-death signal.
+rlimits (address space, data, CPU, no process or thread, file size, open files); as root where the
+machine allows it, a memory cgroup of its own, which also counts memfd, shared memory and tmpfs pages; a
+seccomp filter (no socket of any family, no memfd, SysV or POSIX IPC, io_uring, ptrace or namespace);
+the parent-death signal.
 The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
 Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
@@ -36,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import isolation, landlock
+from grader import cgroup, isolation, landlock, seccomp
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
@@ -99,7 +102,7 @@ class Limits:
     wall_factor: float = 4.0  # and at most this many times those budgets in wall-clock time
     exercise_seconds: float = 20.0  # wall-clock time of one exercise's calls in one sandbox
     run_seconds: float = 300.0  # wall-clock time of all calls of one sandbox together
-    memory_bytes: int = 1 << 30
+    memory_bytes: int = 1 << 30  # address space and data (rlimits), resident memory (a cgroup, where one is made)
     cpu_seconds: int = 300
     file_bytes: int = 16 << 20
     open_files: int = 64
@@ -137,6 +140,8 @@ class Sandbox:
         self.runtime = self.home / "runtime"
         self._prepare(module_source)
         self._ruleset = landlock.worker_ruleset(self.work, self.runtime) if self.layers.landlock else None
+        self._memory = self._memory_limit()
+        self._oom_kills = 0  # the cgroup's OOM kills when the running worker started
         self._poll = poll_seconds()
         self._config = {
             "module": str(self.work / MODULE_FILE),
@@ -217,11 +222,22 @@ class Sandbox:
         except Exception as error:  # noqa: BLE001 - whatever went wrong, the protocol must not go on
             raise _WorkerDied(f"the grader could not serve the submission's request: {error}") from None
 
+    def _memory_limit(self) -> cgroup.MemoryLimit | None:
+        """The worker's memory cgroup, where this machine gives one."""
+        if not self.layers.cgroup:
+            return None
+        try:
+            return cgroup.MemoryLimit(self.limits.memory_bytes)
+        except OSError as error:
+            raise SandboxError(f"the worker's memory cgroup could not be made: {error}") from None
+
     def close(self) -> None:
         """Kill everything the submission started and remove what it wrote."""
         self._kill("closing")
         if self.reference is not None:
             self.reference.close()
+        if self._memory is not None:
+            self._memory.close()
         if self._ruleset is not None:
             self._ruleset.close()
         if self.lease is not None:
@@ -299,7 +315,7 @@ class Sandbox:
                 cwd=self.work,
                 env=_worker_environment(self.work),
                 start_new_session=True,
-                preexec_fn=_Confine(self.limits, self.layers, self.lease, self._ruleset),
+                preexec_fn=_Confine(self.limits, self.layers, self.lease, self._ruleset, self._memory),
             )
         except (OSError, subprocess.SubprocessError) as error:  # the machine's fault, not the submission's
             os.close(from_worker)
@@ -316,6 +332,7 @@ class Sandbox:
         self._buffer = bytearray()
         self.restarts += 1
         self._spawned = time.monotonic()
+        self._oom_kills = self._memory.oom_kills() if self._memory is not None else 0
         if self.reference is not None:
             self.reference.spawn()  # the reference's worker starts beside this one
 
@@ -405,6 +422,10 @@ class Sandbox:
             return "the submission's process stopped answering (it closed the grader's pipe)"
         if code is not None and code < 0:
             name = signal.Signals(-code).name
+            if name == "SIGKILL" and self._memory is not None and self._memory.oom_kills() > self._oom_kills:
+                self._oom_kills = self._memory.oom_kills()
+                limit = self._memory.limit_bytes >> 20
+                return f"the submission's process was killed: it used its {limit} MB of memory"
             hint = {
                 "SIGKILL": " (out of memory or time?)",
                 "SIGXCPU": " (CPU time limit)",
@@ -627,8 +648,9 @@ class _WorkerDied(Exception):
 
 class _Confine:
     """What the worker process does to itself between fork and exec (runs in the child; everything it
-    needs was prepared in the parent). Order matters: namespaces and rlimits need root's rights, so they
-    come before setuid; Landlock comes last, once nothing else needs a file."""
+    needs was prepared in the parent). Order matters: namespaces, the memory cgroup and rlimits need root's
+    rights, so they come before setuid; Landlock and seccomp come last, once nothing else needs a file or
+    a refused call."""
 
     def __init__(
         self,
@@ -636,17 +658,23 @@ class _Confine:
         layers: isolation.Layers,
         lease: isolation.UidLease | None,
         ruleset: landlock.Ruleset | None,
+        memory: cgroup.MemoryLimit | None = None,
     ):
         self.limits, self.lease, self.ruleset = limits, lease, ruleset
+        self.memory = memory
+        self.seccomp = seccomp.worker_filter() if layers.seccomp else None
         self.unshare = isolation.unshare_function() if layers.namespaces else None
         self.die_with_parent = _parent_death_function()
 
     def __call__(self) -> None:
         if self.unshare is not None:
             self.unshare()  # network and IPC namespaces of its own: a loopback that is down, no shared IPC
+        if self.memory is not None:
+            self.memory.join()
         limits = self.limits
         for which, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),
+            (resource.RLIMIT_DATA, limits.memory_bytes),
             (resource.RLIMIT_CPU, limits.cpu_seconds),
             (resource.RLIMIT_FSIZE, limits.file_bytes),
             (resource.RLIMIT_NOFILE, limits.open_files),
@@ -667,6 +695,8 @@ class _Confine:
             self.die_with_parent()  # after setuid, which clears it: a killed grader takes its worker along
         if self.ruleset is not None:
             self.ruleset.enforce()
+        if self.seccomp is not None:
+            self.seccomp.install()  # the last step: no socket, memfd, shared memory, io_uring, ptrace...
 
 
 def _check_reachable(folder: Path) -> None:

@@ -320,8 +320,8 @@ def sysv_shm_ids() -> set[int]:
 @as_root
 def test_sysv_ipc_of_a_worker_without_namespaces_is_removed(ref, layers_off):
     """As in Docker (no CAP_SYS_ADMIN, so no IPC namespace): a shared memory segment the worker made
-    would outlive it; the sweep of its uid removes it."""
-    layers_off("landlock", "namespaces")
+    would outlive it; the sweep of its uid removes it (the seccomp filter, off here, refuses shmget)."""
+    layers_off("landlock", "namespaces", "seccomp")
     attack = (
         "import ctypes\n"
         "libc = ctypes.CDLL(None)\n"

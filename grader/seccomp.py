@@ -1,0 +1,186 @@
+"""Linux seccomp for the grading worker: one job, build in the grader a BPF filter that refuses the system
+calls a worker has no use for and that lead out of it or around its limits, and install it in the forked
+worker just before exec.
+
+The worker talks to the grader (and the reference's worker) only through inherited pipes and one
+inherited page of memory; it needs no socket, no new shared memory and no kernel interface beyond files.
+Every other layer depends on the machine (namespaces need CAP_SYS_ADMIN, which Docker withholds;
+Landlock refuses TCP only from ABI 4, abstract sockets from ABI 6, and never UDP or pathname sockets; a
+cgroup needs a writable hierarchy). This filter needs no privilege (only no_new_privs) and holds for root
+and non-root alike, on every kernel since 4.14.
+
+Refused with EPERM (Python raises PermissionError, the call's answer names it; no SIGSYS crash):
+- socket, socketpair: every family (inet, inet6, unix pathname and abstract, netlink, packet, vsock...):
+  no byte leaves a worker except on its pipes.
+- memfd_create; shmget, shmat (SysV shared memory); msgget, semget (SysV queues and semaphores);
+  mq_open (POSIX queues): memory that the address-space limit does not count (a memfd grown with
+  fallocate, a segment filled and detached) and, where the worker shares an IPC namespace with others
+  (Docker), a channel to another process.
+- io_uring_setup/enter/register: its operations (socket, connect, openat...) run in the kernel's
+  workers and are not seen by this filter.
+- userfaultfd, perf_event_open, bpf: kernel attack surface only (stalling kernel accesses, counters
+  across processes, programs in the kernel); no Python program needs them.
+- ptrace, process_vm_readv/writev, pidfd_getfd: reading or writing another process's memory or taking
+  its descriptors; without the uid layer (a laptop, not root) the grader is another process of the same
+  user.
+- add_key, request_key, keyctl: the kernel keyrings of a uid outlive the process: a leased worker uid
+  would carry data to the next submission graded under it.
+- unshare, setns, and the mount calls (mount, umount2, pivot_root, open_tree, move_mount, fsopen,
+  fsconfig, fsmount, fspick, mount_setattr): a user namespace would make the worker root of its own
+  namespaces (mounts, the kernel's namespaced attack surface); it already is in every namespace it needs.
+- On x86_64, any call of the x32 ABI (numbers from 0x40000000: the same calls under other numbers).
+A call of another architecture (i386 through int 0x80, arm32 compat) kills the process: its numbers
+differ, the filter knows only the interpreter's own.
+
+Everything is prepared in the parent; the child only calls prctl twice with prepared arguments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+from functools import lru_cache
+
+# The refused calls by name, and their numbers on each architecture this module knows (x86_64's own
+# table; aarch64 uses the generic one).
+REFUSED = {
+    "socket": (41, 198),
+    "socketpair": (53, 199),
+    "memfd_create": (319, 279),
+    "shmget": (29, 194),
+    "shmat": (30, 196),
+    "msgget": (68, 186),
+    "semget": (64, 190),
+    "mq_open": (240, 180),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "userfaultfd": (323, 282),
+    "perf_event_open": (298, 241),
+    "bpf": (321, 280),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "pidfd_getfd": (438, 438),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+}
+ARCHES = {"x86_64": 0, "aarch64": 1}  # machine name -> column of REFUSED
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # seccomp_data.arch (linux/audit.h)
+SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
+X32_SYSCALL_BIT = 0x40000000
+
+# BPF (linux/filter.h, linux/seccomp.h)
+LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+DATA_NR, DATA_ARCH = 0, 4  # offsets in struct seccomp_data
+RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_SECCOMP_GET_ACTION_AVAIL = 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def machine() -> str | None:
+    """The architecture whose system calls this interpreter makes, if this module knows it."""
+    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    name = os.uname().machine
+    return name if name in ARCHES else None
+
+
+def program(arch: str) -> list[tuple[int, int, int, int]]:
+    """The filter for `arch` as BPF instructions (code, jt, jf, k): another architecture is killed, the
+    refused calls (and x32's on x86_64) get EPERM, the rest is allowed."""
+    numbers = sorted({row[ARCHES[arch]] for row in REFUSED.values()})
+    checks: list[tuple[int, int]] = [(JEQ_K, n) for n in numbers]
+    if arch == "x86_64":
+        checks.insert(0, (JGE_K, X32_SYSCALL_BIT))
+    allow = 3 + len(checks)  # after: load arch, check it, load nr, the checks
+    refuse, kill = allow + 1, allow + 2
+    code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, kill - 2, AUDIT_ARCH[arch]), (LD_W_ABS, 0, 0, DATA_NR)]
+    for index, (op, k) in enumerate(checks, start=3):
+        code.append((op, refuse - index - 1, 0, k))  # jumps count from the next instruction
+    code += [(RET_K, 0, 0, RET_ALLOW), (RET_K, 0, 0, RET_ERRNO | errno.EPERM), (RET_K, 0, 0, RET_KILL_PROCESS)]
+    return code
+
+
+@lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # our own object: restypes set here stay here
+        libc.prctl.restype = ctypes.c_int
+        libc.syscall.restype = ctypes.c_long
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+@lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether this kernel filters system calls with an EPERM action for this interpreter's architecture
+    (seccomp's own question, SECCOMP_GET_ACTION_AVAIL: kernels from 4.14)."""
+    arch, libc = machine(), _libc()
+    if arch is None or libc is None:
+        return False
+    action = ctypes.c_uint32(RET_ERRNO)
+    number = ctypes.c_long(SECCOMP_SYSCALL[arch])
+    found = libc.syscall(number, ctypes.c_long(_SECCOMP_GET_ACTION_AVAIL), ctypes.c_long(0), ctypes.byref(action))
+    return found == 0
+
+
+class Filter:
+    """The worker's filter, built in the grader, installed by the worker after fork (`install`)."""
+
+    def __init__(self, arch: str):
+        libc = _libc()
+        if libc is None:
+            raise OSError(errno.ENOSYS, "seccomp needs Linux")
+        code = program(arch)
+        self._code = (_SockFilter * len(code))(*(_SockFilter(*op) for op in code))
+        self._fprog = _SockFprog(len(code), self._code)
+        self._prctl = libc.prctl
+        self._nnp_args = (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), *[ctypes.c_ulong(0)] * 3)
+        self._filter_args = (
+            ctypes.c_int(_PR_SET_SECCOMP),
+            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+            ctypes.byref(self._fprog),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        )
+
+    def install(self) -> None:
+        """Filter the calling process and every process it execs, for good (run in the forked child)."""
+        if self._prctl(*self._nnp_args) != 0 or self._prctl(*self._filter_args) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, "the seccomp filter could not be installed: " + os.strerror(code))
+
+
+@lru_cache(maxsize=1)
+def worker_filter() -> Filter | None:
+    """The worker's filter (built once: every worker installs the same); None where this machine filters
+    no system calls (not Linux, another architecture, a kernel without seccomp filters)."""
+    arch = machine()
+    if arch is None or not available():
+        return None
+    return Filter(arch)

@@ -1,0 +1,335 @@
+"""No way out and no memory beyond the limit (issue 23, items 4 and 5): a worker, its audit hook off, tries
+to send hidden inputs out through every kind of socket, to hold 2 GB through memfd and SysV shared
+memory, and to start io_uring. Each attack runs with the layers switched off one at a time: each
+configuration names the layers that must hold it (skipped where none of them exists on this machine),
+so every guarantee is shown to hold from each layer alone: the seccomp filter (grader.seccomp), network
+namespaces, Landlock (TCP from ABI 4, abstract sockets from ABI 6), the memory cgroup (grader.cgroup).
+
+On the kit before the seccomp filter and the cgroup (issue 23's figures, measured with these tests):
+UDP with the namespaces off, a pathname unix socket and, with namespaces and Landlock off, TCP and an
+abstract socket each carried the worker's bytes out; memfd and SysV shared memory held 2,048 MB each
+past a 256 MB limit; io_uring started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import shutil
+import socket
+import tempfile
+import types
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from grader import isolation, seccomp
+from grader.protocol import SubmissionError
+from grader.sandbox import Limits
+from grader.worker import load_module
+from tests.kit.test_kit_isolation import REFERENCE, open_student
+
+PAYLOAD = 1000  # bytes a worker sends at each of its 16 tries: a hidden input's worth
+TRIES = 16
+MEMORY = Limits(memory_bytes=256 << 20, call_seconds=20.0)
+WANTED_MB = 2048
+
+
+@pytest.fixture(scope="module")
+def ref() -> types.ModuleType:
+    return load_module(REFERENCE, "seccomp_test_reference")
+
+
+@pytest.fixture
+def layers_off(monkeypatch):
+    """Switch layers off for this test (the audit hook always: a submission can), and skip unless one of
+    the layers named to hold the attack exists here then (Landlock from ABI `landlock_abi`)."""
+
+    def switch(off: str, holders: str, landlock_abi: int = 1) -> isolation.Layers:
+        monkeypatch.setenv(isolation.LAYERS_OFF, ",".join(["audit_hook", *[n for n in off.split(",") if n]]))
+        layers = isolation.machine_layers()
+        present = {
+            "seccomp": layers.seccomp,
+            "namespaces": layers.namespaces,
+            "landlock": layers.landlock >= landlock_abi,
+            "cgroup": layers.cgroup > 0,
+        }
+        if not any(present[name] for name in holders.split("+")):
+            pytest.skip(f"none of {holders} exists here with {off or 'nothing'} off")
+        return layers
+
+    return switch
+
+
+def attempt(ref, body: str, limits: Limits | None = None) -> object:
+    """What softmax with `body` answers, or the exception the grader raised for it."""
+    student, _ = open_student(ref, body, limits)
+    try:
+        return student.softmax([0.0])
+    except (OSError, SubmissionError) as error:
+        return error
+    finally:
+        student.close()
+
+
+def refused_by(result: object, layers: isolation.Layers) -> None:
+    """The attack's call raised an OSError; EPERM (the filter's answer) where the seccomp filter is on."""
+    assert isinstance(result, OSError), f"the attack went through: {result!r}"
+    if layers.seccomp:
+        assert f"[Errno {errno.EPERM}]" in str(result), result
+
+
+SEND = f"""
+import socket
+s = socket.socket(socket.%s, socket.%s)
+s.connect(%r)
+sent = 0
+for _ in range({TRIES}):
+    sent += s.send(b"hidden input" * {PAYLOAD // 12})
+s.close()
+return [float(sent)]
+"""
+
+
+def drained(listener: socket.socket) -> int:
+    """The bytes that reached the test's listener (a stream listener's connections read to their end)."""
+    received = 0
+    while select.select([listener], [], [], 0.5)[0]:
+        if listener.type == socket.SOCK_DGRAM:
+            received += len(listener.recv(1 << 16))
+            continue
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(5)
+            while chunk := connection.recv(1 << 16):
+                received += len(chunk)
+    return received
+
+
+@contextlib.contextmanager
+def listening(family: int, kind: int, address: object) -> Iterator[socket.socket]:
+    listener = socket.socket(family, kind)
+    try:
+        listener.bind(address)
+        if kind == socket.SOCK_STREAM:
+            listener.listen(4)
+        yield listener
+    finally:
+        listener.close()
+
+
+# -- no way out --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "off, holders", [("", "seccomp+namespaces"), ("seccomp", "namespaces"), ("namespaces", "seccomp")]
+)
+def test_no_udp_datagram_leaves_the_worker(ref, layers_off, off, holders):
+    """Before: with the namespaces off (Docker's default), 16,000 bytes out of 16,000."""
+    layers = layers_off(off, holders)
+    with listening(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0)) as listener:
+        body = SEND % ("AF_INET", "SOCK_DGRAM", listener.getsockname())
+        result = attempt(ref, body)
+        received = drained(listener)
+    assert received == 0
+    refused_by(result, layers)
+
+
+BOTH = "seccomp+namespaces+landlock"
+TCP_AND_ABSTRACT = [
+    ("", BOTH),
+    ("seccomp", "namespaces+landlock"),
+    ("seccomp,namespaces", "landlock"),
+    ("seccomp,landlock", "namespaces"),
+    ("namespaces,landlock", "seccomp"),
+]
+
+
+@pytest.mark.parametrize("off, holders", TCP_AND_ABSTRACT)
+def test_no_tcp_connection_leaves_the_worker(ref, layers_off, off, holders):
+    """Before: with namespaces and Landlock off (or Landlock below ABI 4), 16,000 bytes out of 16,000."""
+    layers = layers_off(off, holders, landlock_abi=4)
+    with listening(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)) as listener:
+        result = attempt(ref, SEND % ("AF_INET", "SOCK_STREAM", listener.getsockname()))
+        received = drained(listener)
+    assert received == 0
+    refused_by(result, layers)
+
+
+@pytest.mark.parametrize("off, holders", TCP_AND_ABSTRACT)
+def test_no_abstract_unix_socket_leaves_the_worker(ref, layers_off, off, holders):
+    """Before: with namespaces and Landlock off (or Landlock below ABI 6), 16,000 bytes out of 16,000."""
+    layers = layers_off(off, holders, landlock_abi=6)
+    address = f"\0optlab-seccomp-{uuid.uuid4().hex}"
+    with listening(socket.AF_UNIX, socket.SOCK_STREAM, address) as listener:
+        result = attempt(ref, SEND % ("AF_UNIX", "SOCK_STREAM", address))
+        received = drained(listener)
+    assert received == 0
+    refused_by(result, layers)
+
+
+@pytest.fixture
+def world_writable() -> Iterator[str]:
+    """A folder anyone may write into, in /tmp (as a machine's /tmp/shared of mode 1777 would be)."""
+    folder = tempfile.mkdtemp(prefix="optlab-seccomp-")
+    os.chmod(folder, 0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("off", ["", "namespaces,landlock"], ids=["every-layer", "seccomp-alone"])
+def test_no_pathname_unix_socket_leaves_the_worker(ref, layers_off, world_writable, off):
+    """Landlock (to ABI 7) and the namespaces do not cover a socket file: only the filter holds here.
+    Before: with every layer on, 16,000 bytes out of 16,000."""
+    layers = layers_off(off, "seccomp")
+    path = os.path.join(world_writable, "listener")
+    with listening(socket.AF_UNIX, socket.SOCK_STREAM, path) as listener:
+        os.chmod(path, 0o777)  # anyone may connect: a refusal is the sandbox's, not the mode's
+        result = attempt(ref, SEND % ("AF_UNIX", "SOCK_STREAM", path))
+        received = drained(listener)
+    assert received == 0
+    refused_by(result, layers)
+
+
+def test_a_socket_pair_is_refused_too(ref, layers_off):
+    """No socket of any family, even one connected only to the worker itself."""
+    layers_off("", "seccomp")
+    result = attempt(ref, "import socket\nsocket.socketpair()\nreturn [1.0]")
+    assert isinstance(result, PermissionError), result
+
+
+def test_io_uring_is_refused(ref, layers_off):
+    """io_uring's operations (socket, connect, openat...) would run in the kernel's workers, where the
+    filter does not see them. Before: io_uring_setup gave the worker a ring."""
+    layers_off("", "seccomp")
+    body = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(425, 8, ctypes.create_string_buffer(120))  # io_uring_setup(8, &params)\n"
+        "if fd < 0:\n"
+        "    raise OSError(ctypes.get_errno(), 'io_uring_setup')\n"
+        "return [float(fd)]"
+    )
+    assert isinstance(attempt(ref, body), PermissionError)
+
+
+# -- memory beyond the limit -------------------------------------------------------------------------------
+
+# Both fill memory towards 2 GB and say how much they held: the address space never counts it (memfds
+# grown to the file-size limit each, as many as the open-files limit allows; segments filled and detached).
+MEMFD = f"""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+held, size, chunk, fds = 0, 0, 4 << 20, []
+while held < {WANTED_MB} << 20:
+    if fds and libc.fallocate(fds[-1], 0, ctypes.c_long(size), ctypes.c_long(chunk)) == 0:
+        size, held = size + chunk, held + chunk
+        continue
+    if fds and size == 0:
+        break  # a fresh memfd took nothing: memory ran out, not the file size
+    try:
+        fds.append(os.memfd_create("hoard"))
+    except OSError as error:
+        if error.errno != errno.EMFILE:
+            raise
+        break
+    size = 0
+return [float(held >> 20)]
+"""
+SYSV_SHM = f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+held, chunk = 0, 64 << 20
+while held < {WANTED_MB} << 20:
+    ident = libc.shmget(0, ctypes.c_size_t(chunk), 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if ident < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    address = libc.shmat(ident, None, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.memset(address, 1, chunk)
+    libc.shmdt(ctypes.c_void_p(address))
+    held += chunk
+return [float(held >> 20)]
+"""
+MEMORY_CONFIGURATIONS = [("", "seccomp+cgroup"), ("cgroup", "seccomp"), ("seccomp", "cgroup")]
+
+
+def held_mb(result: object, layers: isolation.Layers) -> float:
+    """The MB the attack held: 0 where it was refused or killed (its memory went with it)."""
+    if isinstance(result, list):
+        return result[0]
+    if layers.seccomp:
+        assert isinstance(result, PermissionError), result
+    else:  # the cgroup's OOM killer ended it
+        assert isinstance(result, SubmissionError) and "memory" in str(result), result
+    return 0.0
+
+
+@pytest.mark.parametrize("off, holders", MEMORY_CONFIGURATIONS)
+def test_memfd_holds_no_memory_past_the_limit(ref, layers_off, off, holders):
+    """Before: 2,048 MB held by a worker limited to 256 MB."""
+    layers = layers_off(off, holders)
+    assert held_mb(attempt(ref, MEMFD, MEMORY), layers) <= MEMORY.memory_bytes >> 20
+
+
+@pytest.mark.parametrize("off, holders", MEMORY_CONFIGURATIONS + [("seccomp,namespaces", "cgroup")])
+def test_sysv_shared_memory_holds_no_memory_past_the_limit(ref, layers_off, off, holders):
+    """Before: 2,048 MB held by a worker limited to 256 MB (with the namespaces off, in the machine's own
+    IPC namespace until the sandbox closed)."""
+    layers = layers_off(off, holders)
+    assert held_mb(attempt(ref, SYSV_SHM, MEMORY), layers) <= MEMORY.memory_bytes >> 20
+
+
+# -- the filter itself -------------------------------------------------------------------------------------
+
+
+def run_filter(code: list[tuple[int, int, int, int]], arch: int, nr: int) -> int:
+    """What the classic BPF program `code` returns for a call (a tiny interpreter of the four
+    instructions grader.seccomp uses)."""
+    data = {seccomp.DATA_NR: nr, seccomp.DATA_ARCH: arch}
+    accumulator, pc = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        if op == seccomp.LD_W_ABS:
+            accumulator = data[k]
+        elif op == seccomp.RET_K:
+            return k
+        elif op in (seccomp.JEQ_K, seccomp.JGE_K):
+            taken = accumulator == k if op == seccomp.JEQ_K else accumulator >= k
+            pc += jt if taken else jf
+        else:
+            raise AssertionError(f"unknown instruction {op:#x}")
+        pc += 1
+
+
+@pytest.mark.parametrize("arch", sorted(seccomp.ARCHES))
+def test_the_filter_refuses_its_list_kills_other_architectures_and_allows_the_rest(arch):
+    code = seccomp.program(arch)
+    native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
+    refused = {row[column] for row in seccomp.REFUSED.values()}
+    eperm = seccomp.RET_ERRNO | errno.EPERM
+    for nr in refused:
+        assert run_filter(code, native, nr) == eperm
+    for nr in set(range(460)) - refused:
+        assert run_filter(code, native, nr) == seccomp.RET_ALLOW
+    other = next(a for name, a in seccomp.AUDIT_ARCH.items() if name != arch)
+    for foreign in (other, 0x40000003):  # the other one, and i386 (int 0x80 on x86_64)
+        assert run_filter(code, foreign, 39) == seccomp.RET_KILL_PROCESS
+    x32 = run_filter(code, native, seccomp.X32_SYSCALL_BIT | 39)
+    assert x32 == (eperm if arch == "x86_64" else seccomp.RET_ALLOW)
+
+
+def test_the_worker_is_filtered_wherever_the_kernel_can(monkeypatch):
+    """The layer is on wherever seccomp is (every Linux kernel from 4.14 on x86_64 and aarch64), root or
+    not, and off only by the tests' switch."""
+    monkeypatch.delenv(isolation.LAYERS_OFF, raising=False)
+    assert isolation.machine_layers().seccomp == seccomp.available()
+    if seccomp.machine() is not None:
+        assert seccomp.available()
+    monkeypatch.setenv(isolation.LAYERS_OFF, "seccomp")
+    assert not isolation.machine_layers().seccomp
