@@ -87,6 +87,8 @@ def main() -> None:
         ("without Landlock", "landlock"),
         ("without namespaces", "namespaces"),
         ("without Landlock and namespaces", "landlock,namespaces"),
+        ("without seccomp", "seccomp"),
+        ("without the memory cgroup", "cgroup"),
     ):
         print(f"worker start + 1 call, {label:32s} {worker_start(ref, off, args.repeat):7.1f} ms")
     if args.skip_slow:

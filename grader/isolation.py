@@ -1,9 +1,10 @@
 """The operating system's layers around a worker, and the state they keep between workers.
 
 What this machine allows (`machine_layers`: a uid per worker as root, Landlock, network and IPC
-namespaces, rlimits, the audit hook, a seccomp filter, a memory cgroup per worker); a numeric uid of its own for each concurrent worker (`UidLease`,
-shared by every grader process on the machine through lock files); removing everything a worker uid left
-behind (`sweep_uid`); and a kit those uids cannot read (`protect_kit`). grader.sandbox applies them.
+namespaces, rlimits, a seccomp filter, a memory cgroup per worker, the audit hook); a numeric uid of its
+own for each concurrent worker (`UidLease`, shared by every grader process on the machine through lock
+files); removing everything a worker uid left behind (`sweep_uid`); and a kit those uids cannot read
+(`protect_kit`). grader.sandbox applies them.
 
 The audit hook is listed as a layer but is no boundary: it lives in the interpreter it watches.
 `OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, audit_hook, seccomp, cgroup) switches layers

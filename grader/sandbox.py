@@ -102,7 +102,7 @@ class Limits:
     wall_factor: float = 4.0  # and at most this many times those budgets in wall-clock time
     exercise_seconds: float = 20.0  # wall-clock time of one exercise's calls in one sandbox
     run_seconds: float = 300.0  # wall-clock time of all calls of one sandbox together
-    memory_bytes: int = 1 << 30  # address space and data (rlimits), resident memory (a cgroup, where one is made)
+    memory_bytes: int = 1 << 30  # address space and data (rlimits); resident memory (a cgroup, where made)
     cpu_seconds: int = 300
     file_bytes: int = 16 << 20
     open_files: int = 64

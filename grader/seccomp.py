@@ -94,7 +94,12 @@ _SECCOMP_GET_ACTION_AVAIL = 2
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
 
 
 class _SockFprog(ctypes.Structure):
@@ -121,7 +126,11 @@ def program(arch: str) -> list[tuple[int, int, int, int]]:
     code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, kill - 2, AUDIT_ARCH[arch]), (LD_W_ABS, 0, 0, DATA_NR)]
     for index, (op, k) in enumerate(checks, start=3):
         code.append((op, refuse - index - 1, 0, k))  # jumps count from the next instruction
-    code += [(RET_K, 0, 0, RET_ALLOW), (RET_K, 0, 0, RET_ERRNO | errno.EPERM), (RET_K, 0, 0, RET_KILL_PROCESS)]
+    code += [
+        (RET_K, 0, 0, RET_ALLOW),
+        (RET_K, 0, 0, RET_ERRNO | errno.EPERM),
+        (RET_K, 0, 0, RET_KILL_PROCESS),
+    ]
     return code
 
 
@@ -145,8 +154,8 @@ def available() -> bool:
         return False
     action = ctypes.c_uint32(RET_ERRNO)
     number = ctypes.c_long(SECCOMP_SYSCALL[arch])
-    found = libc.syscall(number, ctypes.c_long(_SECCOMP_GET_ACTION_AVAIL), ctypes.c_long(0), ctypes.byref(action))
-    return found == 0
+    question = ctypes.c_long(_SECCOMP_GET_ACTION_AVAIL)
+    return libc.syscall(number, question, ctypes.c_long(0), ctypes.byref(action)) == 0
 
 
 class Filter:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
+from grader import isolation, seccomp
 from grader.protocol import CallTimedOut, SubmissionError
 from grader.sandbox import Limits
 from grader.student import Student, sandboxed_student
@@ -51,9 +51,9 @@ def open_student(ref, softmax_body: str, limits: Limits | None = None) -> tuple[
 
 
 def test_the_switch_for_tests_turns_layers_off_and_refuses_unknown_names(monkeypatch):
-    monkeypatch.setenv(isolation.LAYERS_OFF, "landlock,audit_hook")
+    monkeypatch.setenv(isolation.LAYERS_OFF, "landlock,audit_hook,seccomp,cgroup")
     layers = isolation.machine_layers()
-    assert layers.landlock == 0 and not layers.audit_hook
+    assert layers.landlock == 0 and not layers.audit_hook and not layers.seccomp and layers.cgroup == 0
     monkeypatch.setenv(isolation.LAYERS_OFF, "uid")  # the uid layer is the machine's, never a switch
     with pytest.raises(isolation.IsolationError, match="unknown layers"):
         isolation.machine_layers()
@@ -66,6 +66,10 @@ def test_without_any_os_layer_the_summary_warns_in_one_line():
     assert warning.startswith("WARNING") and "not contained" in warning
     held = replace(bare, landlock=7)
     assert held.contained and "Landlock ABI 7" in held.summary() and "WARNING" not in held.summary()
+    filtered = replace(bare, seccomp=True, cgroup=1)
+    assert not filtered.contained  # neither keeps files from the worker
+    assert "seccomp filter, memory cgroup v1" in filtered.summary()
+    assert filtered.as_data()["seccomp"] is True and filtered.as_data()["cgroup"] == 1
 
 
 @as_root
@@ -306,7 +310,8 @@ def test_grading_as_a_user_who_is_not_root(off):
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)
     layers = document["extra_data"]["isolation"]
-    assert layers["uid"] is False and layers["namespaces"] is False
+    assert layers["uid"] is False and layers["namespaces"] is False and layers["cgroup"] == 0
+    assert layers["seccomp"] is seccomp.available()  # the filter needs no privilege
     assert layers["landlock"] == (0 if off else isolation.machine_layers().landlock)
     assert ("WARNING: no OS layer holds here" in done.stdout) == (off == "landlock")
     assert document["score"] == document["extra_data"]["points_possible"] > 0

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from grader import isolation, seccomp
+from grader import cgroup, isolation, seccomp
 from grader.protocol import SubmissionError
 from grader.sandbox import Limits
 from grader.worker import load_module
@@ -333,3 +333,46 @@ def test_the_worker_is_filtered_wherever_the_kernel_can(monkeypatch):
         assert seccomp.available()
     monkeypatch.setenv(isolation.LAYERS_OFF, "seccomp")
     assert not isolation.machine_layers().seccomp
+
+
+# -- the memory cgroup itself ------------------------------------------------------------------------------
+
+
+def test_each_worker_runs_in_a_memory_cgroup_of_its_own_removed_at_close(ref, layers_off):
+    layers_off("", "cgroup")
+    student, box = open_student(ref, "return [float(os.getpid())]")
+    try:
+        (pid,) = student.softmax([0.0])
+        folder = box._memory.folder
+        assert (folder / "cgroup.procs").read_text().split() == [str(int(pid))]
+        limit = "memory.limit_in_bytes" if box._memory.version == 1 else "memory.max"
+        assert int((folder / limit).read_text()) == box.limits.memory_bytes
+        assert folder.parent == cgroup.own_memory_cgroup()[1]  # beneath the grader's own
+    finally:
+        student.close()
+    assert not folder.exists()
+
+
+MOUNTS_V1 = (
+    "30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:11 - cgroup cgroup rw,memory\n"
+    "31 25 0:27 / /sys/fs/cgroup/cpu rw,relatime shared:12 - cgroup cgroup rw,cpu\n"
+)
+
+
+@pytest.mark.parametrize(
+    "membership, mounts, found",
+    [
+        ("4:memory:/grading/a\n1:cpu:/\n0::/\n", MOUNTS_V1, (1, "/sys/fs/cgroup/memory/grading/a")),
+        ("4:cpu:/\n", MOUNTS_V1, None),  # no memory controller
+        # Docker on cgroup v2 (its own cgroup namespace): the container is the root of what it sees
+        ("0::/\n", "40 35 0:30 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n", (2, "/sys/fs/cgroup")),
+        # a hierarchy mounted from below the process's own cgroup does not hold it
+        ("4:memory:/other\n", "30 25 0:26 /grading /mnt/memory rw - cgroup cgroup rw,memory\n", None),
+    ],
+)
+def test_the_grader_finds_its_own_memory_cgroup(tmp_path, monkeypatch, membership, mounts, found):
+    (tmp_path / "cgroup").write_text(membership)
+    (tmp_path / "mountinfo").write_text(mounts)
+    monkeypatch.setattr(cgroup, "_read", lambda path: "cpu memory pids")  # v2's cgroup.controllers
+    got = cgroup.own_memory_cgroup(tmp_path / "cgroup", tmp_path / "mountinfo")
+    assert (None if got is None else (got[0], str(got[1]))) == found
