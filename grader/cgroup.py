@@ -84,18 +84,18 @@ def version() -> int:
         probe.mkdir()
     except OSError:
         return 0
-    try:
-        return kind if (probe / _LIMIT_FILE[kind]).exists() else 0
-    finally:
-        _remove_stale(folder)
-        probe.rmdir()
+    made = kind if (probe / _LIMIT_FILE[kind]).exists() else 0
+    _remove_stale(folder)  # the probe too
+    return made
 
 
 def _remove_stale(folder: Path) -> None:
-    """Remove the empty cgroups of graders that ended (killed before they could close their sandboxes)."""
+    """Remove this process's probe, and the empty cgroups of graders that ended (killed before they could
+    close their sandboxes)."""
     for entry in folder.glob(PREFIX + "*-*"):
-        pid = entry.name[len(PREFIX) :].split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        owner = entry.name[len(PREFIX) :].split("-")[0]
+        probe = entry.name == f"{PREFIX}probe-{os.getpid()}"
+        if probe or (owner.isdigit() and not Path(f"/proc/{owner}").exists()):
             try:
                 entry.rmdir()
             except OSError:
