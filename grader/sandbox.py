@@ -355,7 +355,7 @@ class Sandbox:
         not the grader waited all along."""
         deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
         try:
-            ready = self._receive(deadline)
+            ready = self._receive(deadline, waiting_only=True)
         except _WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
@@ -397,14 +397,15 @@ class Sandbox:
             walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
         return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
 
-    def _receive(self, deadline: _Deadline) -> dict | None:
-        """The next message, or None once the deadline has passed (checked before each message and each
-        chunk, whether or not the worker's messages are waiting already)."""
-        if deadline.passed():
+    def _receive(self, deadline: _Deadline, waiting_only: bool = False) -> dict | None:
+        """The next message, or None once the deadline has passed: checked before each message and each
+        chunk, whether or not the worker's messages are waiting already (`waiting_only`: only while none
+        is, for a hello that may have waited for the grader since its worker was started ahead)."""
+        if not waiting_only and deadline.passed():
             return None
         end = self._buffer.find(b"\n")
         while end < 0:  # each chunk is searched once and appended in place: linear in the message
-            if deadline.passed() or (chunk := self._read(deadline)) is None:
+            if (not waiting_only and deadline.passed()) or (chunk := self._read(deadline)) is None:
                 return None
             if not chunk:
                 raise _WorkerDied(self._death_reason())
