@@ -123,6 +123,7 @@ def expect_true(condition: bool, what: str, detail: str = "") -> None:
     """Fail with `what` (and `detail`) unless condition holds."""
     __tracebackhide__ = True
     if not condition:
+        detail = detail if len(detail) <= 1500 else detail[:1497] + "..."  # it may hold a huge answer's repr
         raise AssertionError(what + (f"\n  {detail}" if detail else ""))
 
 
@@ -224,8 +225,8 @@ def _cut(value: Any, room: list[int], depth: int = 0) -> Any:
         text = text if value else "set()" if isinstance(value, set) else "frozenset()"
         return _Elided(text if isinstance(value, set) or not value else f"frozenset({text})")
     names = [f.name for f in dataclasses.fields(value)]
-    shown = ", ".join(f"{k}={_cut(getattr(value, k, None), room, depth + 1)!r}" for k in names)
-    return _Elided(f"{type(value).__name__}({shown})")
+    fields = ", ".join(f"{k}={_cut(getattr(value, k, None), room, depth + 1)!r}" for k in names)
+    return _Elided(f"{type(value).__name__}({fields})")
 
 
 def _while_room(items: Any, room: list[int]) -> Iterator:

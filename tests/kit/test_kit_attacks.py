@@ -929,6 +929,7 @@ def demo(what):
     rng = {"$random": [state[0], list(state[1]), state[2]]}
     pipes = next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
     pipes.post({"op": "reference", "function": "autoresearch", "args": [10**6, rng], "kwargs": {}})
+    _time.sleep(0.5)  # the reference's worker reads it while the call is open, and starts
     return "POSTED"
 
 
@@ -972,6 +973,22 @@ def test_a_worker_that_never_reads_its_answers_is_ended_at_its_deadline(ref):
         assert not box.running() and box.log[-1] == "softmax timed out"
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # the rest scores
         assert _grader_cpu() - cpu < 10  # main: 110 s of the grader's CPU
+
+
+def test_a_grading_whose_softmax_never_reads_its_answers_scores_the_honest_rest(
+    tmp_path, sandboxes, monkeypatch
+):
+    """The whole pipeline: every softmax call floods the grader. On main the grading hung until its run
+    bound (an honest-rest score of 0); now softmax's first call times out at its deadline, its other
+    checks fail at once, and exercise 12 (honest) earns its points."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    flooding = "\n\ndef softmax(xs):\n    return _ATTACKS['flood']('0,')\n"
+    document = grade_source(tmp_path, REFERENCE + HOOK_OFF + COMMANDS + DEADLINES + flooding, run_seconds=150)
+    by_name = entries(document)
+    for suite in ("visible", "hidden"):
+        assert by_name[f"12 group advantages: {suite} checks"]["status"] == "passed"
+        assert by_name[f"8 softmax: {suite} checks"]["score"] == 0
+    assert "did not return" in everything_shown(document)
 
 
 def test_a_call_over_its_cpu_time_is_refused_though_the_grader_never_found_its_pipe_empty(ref):
@@ -1034,7 +1051,10 @@ def test_a_reference_request_left_unread_stops_computing_when_its_call_ends(ref)
 
 @pytest.mark.parametrize(
     ("function", "refused"),
-    [("exact_kl", "not on the open call's graph"), ("add_score", "may not name its class's attribute 'probs'")],
+    [
+        ("exact_kl", "not on the open call's graph"),
+        ("add_score", "may not name its class's attribute 'probs'"),
+    ],
 )
 def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref, function, refused):
     """sft_grad's reference calls add_score, which calls policy.probs: a policy whose `probs` attribute
