@@ -630,7 +630,7 @@ class _Deadline:
         self.started = time.monotonic() if since is None else since
         self.wall_end = self.started + self.wall_seconds
         self.next_reading = time.monotonic() + self.POLL
-        self.cpu_start = _cpu_time(pid) if since is None else 0.0
+        self.cpu_start: float | None = None if since is None else 0.0
 
     def passed(self) -> bool:
         now = time.monotonic()
@@ -642,11 +642,21 @@ class _Deadline:
         return self.cpu_used() >= self.cpu_seconds
 
     def cpu_used(self) -> float:
-        """The worker's CPU time since the call began."""
-        return _cpu_time(self.pid) - self.cpu_start
+        """The worker's CPU time since the call began; until the first reading, all the time that passed
+        counts as CPU time (an upper bound, so the budget is never exceeded unnoticed). Not read when the
+        call starts: a worker still polling its pipe runs on another CPU, whose clock costs more to read."""
+        now = _cpu_time(self.pid)
+        if self.cpu_start is None:
+            self.cpu_start = now - (time.monotonic() - self.started)
+        return now - self.cpu_start
 
     def cpu_exceeded(self) -> bool:
-        """Whether the worker has used its CPU time (read now, not at the last poll)."""
+        """Whether the worker has used its CPU time (read now, not at the last poll). A worker has one
+        thread (RLIMIT_NPROC is 0): its CPU time cannot run ahead of the wall clock, so a call shorter than
+        its CPU budget is not read at all (reading the clock of a process that has just run, perhaps still
+        on another CPU, costs a small call's round trip up to half again)."""
+        if time.monotonic() - self.started < self.cpu_seconds:
+            return False
         return self.cpu_used() >= self.cpu_seconds
 
     def poll_seconds(self) -> float:
