@@ -15,10 +15,11 @@ this sandbox, and the sandbox one for all calls: past one, the worker's process 
 next call starts a fresh worker. The deadline fires whatever the grader is doing for the call: reading
 queued messages (it is checked before each one), writing (every write is non-blocking, and waits only
 until the deadline), or serving the worker's requests; the worker's CPU time is read from its own CPU
-clock at every answer too, so an answer that comes after the bound is refused however busy the grader
-was. What a call may ask of the grader is bounded as well: at most `Limits.callbacks` requests, of at
-most `Limits.callback_bytes` in all. When grading, a second worker runs the reference (`ReferenceWorker`)
-and answers the first one's reference requests directly, along the call graph of the open call.
+clock at every answer that comes after its budget in wall time too, so an answer that comes after the
+bound is refused however busy the grader was. What a call may ask of the grader is bounded as well:
+at most `Limits.callbacks` requests, of at most `Limits.callback_bytes` in all. When grading, a second
+worker runs the reference (`ReferenceWorker`) and answers the first one's reference requests directly,
+along the call graph of the open call.
 Closing the sandbox kills what is left of its uid and removes what that uid wrote anywhere it could
 write.
 """
