@@ -36,6 +36,12 @@ class Codec:
     `callbacks` (the grader does this for a proposer a test passes); `make_proxy(handle)` builds the
     callable that stands for a handle the other side issued (the worker's side). Otherwise callables
     are refused.
+
+    An object's state never names a method, property or other callable attribute of its class (an
+    instance attribute would hide it: a `probs` that names another lab function would run that function
+    where the class's method was meant). Where the values come from a side that is not trusted to call
+    anything (the reference's worker answering a submission), `functions` names the only lab functions
+    that may cross (None: any), and `construct` builds dataclass objects through their constructors.
     """
 
     def __init__(
@@ -48,6 +54,8 @@ class Codec:
         self.make_proxy = make_proxy
         self.issue_callbacks = issue_callbacks
         self.callbacks: dict[int, Callable] = {}
+        self.functions: frozenset[str] | None = None
+        self.construct = False
         self._proxies: dict[int, tuple[Callable, int]] = {}  # id(proxy) -> (proxy, its handle)
 
     def forget_callables(self) -> None:
@@ -162,6 +170,12 @@ class Codec:
         state = self.decode(data.get("state"), depth)
         if type(state) is not dict or not all(type(k) is str for k in state):
             raise CodecError(f"bad state for {name}")
+        fields = getattr(cls, "__dataclass_fields__", {})
+        for key in state:
+            if key not in fields and (key.startswith("__") or _hidden_by(cls, key)):
+                raise CodecError(f"{name}'s state may not name its class's attribute {key!r}")
+        if self.construct and fields:
+            return _constructed(cls, fields, state)
         # the lab class's own __new__; the checker takes cls.__new__ for type's (the metaclass's)
         obj = cls.__new__(cls)  # type: ignore[call-overload]
         vars(obj).update(state)
@@ -172,6 +186,8 @@ class Codec:
         fn = getattr(self.module, name, None) if type(name) is str else None
         if not callable(fn):
             raise CodecError(f"{name!r} is not a function of the lab")
+        if self.functions is not None and name not in self.functions:
+            raise CodecError(f"{name!r} may not be an argument here (not on the open call's graph)")
         return fn
 
     def _callback(self, data: dict, depth: int) -> Callable:
@@ -260,6 +276,28 @@ def update_in_place(target: Any, new: Any) -> Any:
             state[key] = update_in_place(state[key], value) if key in state else value
         return target
     return new if target != new else target
+
+
+def _hidden_by(cls: type, key: str) -> bool:
+    """Whether an instance attribute `key` would hide something of `cls` that is called or computed (a
+    method, a property, any descriptor or callable); a plain class-level value (a default) it may hide."""
+    for klass in cls.__mro__:
+        if key in vars(klass):
+            found = vars(klass)[key]
+            return callable(found) or hasattr(type(found), "__get__")
+    return False
+
+
+def _constructed(cls: type, fields: dict, state: dict) -> Any:
+    """A dataclass object built by its constructor (its checks and __post_init__ run) from `state`, the
+    fields its constructor does not take, and any other attribute, set after."""
+    init = {k: v for k, v in state.items() if k in fields and fields[k].init}
+    try:
+        obj = cls(**init)
+    except Exception as exc:  # noqa: BLE001 - whatever the constructor refused, the value is refused
+        raise CodecError(f"{cls.__name__} could not be built from its state: {type(exc).__name__}") from None
+    vars(obj).update({k: v for k, v in state.items() if k not in init})
+    return obj
 
 
 def _frozen(value: Any) -> bool:

@@ -16,16 +16,22 @@ so the property's test earns nothing for code that does no work (grader.trivial 
 
 In `call`, a string argument that reads ``random.Random(...)`` stands for that seeded generator (a test
 cannot recover the seed from the object): it prints as code, ``random.Random(0)``, not as a string.
+
+A value is cut before it is formatted (at most SHOWN items, nested at most SHOWN_DEPTH deep, strings at
+most SHOWN_CHARS long): a submission's answer of megabytes costs a failure message microseconds, never
+a pretty-printing of all of it.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import pprint
 import random
 import re
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 __tracebackhide__ = True
@@ -117,6 +123,7 @@ def expect_true(condition: bool, what: str, detail: str = "") -> None:
     """Fail with `what` (and `detail`) unless condition holds."""
     __tracebackhide__ = True
     if not condition:
+        detail = detail if len(detail) <= 1500 else detail[:1497] + "..."  # it may hold a huge answer's repr
         raise AssertionError(what + (f"\n  {detail}" if detail else ""))
 
 
@@ -167,11 +174,73 @@ def _message(what: str, want: Any, got: Any) -> str:
 
 
 def _short(value: Any) -> str:
+    # built for every check, passed or not: repr, linear in the value and at C speed (a 4 MB answer: a
+    # few ms), where _cut would cost every passing check tens of microseconds in Python
     text = value if isinstance(value, str) and _SEEDED_RNG.fullmatch(value) else repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _long(value: Any) -> str:
-    text = pprint.pformat(value, width=100, compact=True)
+    text = pprint.pformat(_cut(value, [SHOWN]), width=100, compact=True)
     text = text.replace("\n", "\n            ")
     return text if len(text) <= 1500 else text[:1497] + "..."
+
+
+SHOWN, SHOWN_DEPTH, SHOWN_CHARS = 400, 12, 300
+
+
+class _Elided:
+    """Stands, in a value cut for showing, for what was cut (or for an object, as its repr would read)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _cut(value: Any, room: list[int], depth: int = 0) -> Any:
+    """`value` with at most room[0] items in all, nested at most SHOWN_DEPTH deep (the rest elided), for
+    formatting: the work is bounded by what is shown, not by the value's size."""
+    if room[0] <= 0:
+        return _Elided("...")
+    room[0] -= 1
+    if isinstance(value, str):
+        return value if len(value) <= SHOWN_CHARS else _Elided(repr(value[:SHOWN_CHARS]) + "...")
+    if not isinstance(value, list | tuple | dict | set | frozenset) and not dataclasses.is_dataclass(value):
+        return value if isinstance(value, int | float | bool | type(None)) else _Elided(_bounded_repr(value))
+    if depth >= SHOWN_DEPTH:
+        return _Elided("...")
+    if isinstance(value, list | tuple):
+        items = [_cut(v, room, depth + 1) for v in _while_room(value, room)]
+        items += [_Elided("...")] if len(items) < len(value) else []
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        pairs = _while_room(value.items(), room)
+        shown = {_cut(k, room, depth + 1): _cut(v, room, depth + 1) for k, v in pairs}
+        return shown if len(shown) == len(value) else shown | {_Elided("..."): _Elided("...")}
+    if isinstance(value, set | frozenset):
+        items = [repr(_cut(v, room, depth + 1)) for v in _while_room(value, room)]
+        text = "{" + ", ".join(items + (["..."] if len(items) < len(value) else [])) + "}"
+        text = text if value else "set()" if isinstance(value, set) else "frozenset()"
+        return _Elided(text if isinstance(value, set) or not value else f"frozenset({text})")
+    names = [f.name for f in dataclasses.fields(value)]
+    fields = ", ".join(f"{k}={_cut(getattr(value, k, None), room, depth + 1)!r}" for k in names)
+    return _Elided(f"{type(value).__name__}({fields})")
+
+
+def _while_room(items: Any, room: list[int]) -> Iterator:
+    """The items, one by one, while there is room to show them."""
+    for item in items:
+        if room[0] <= 0:
+            return
+        yield item
+
+
+def _bounded_repr(value: Any) -> str:
+    """repr(value), or the class's name where that fails; cut to SHOWN_CHARS."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a value whose repr fails is named by its type
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."

@@ -27,6 +27,10 @@ from grader.codec import Codec, update_in_place
 # under it) takes about as long again to wake; polling for this long makes a round trip 3 to 5 times faster.
 SPIN_SECONDS = 200e-6
 
+# The page the grader shares with the reference's worker (grader.sandbox.ReferenceWorker): byte 0 names the
+# open call (0: none); these four bytes count the calls opened and closed (little-endian, wrapping).
+CALL_COUNT = slice(4, 8)
+
 
 class SubmissionError(Exception):
     """The submission could not answer a call: it crashed, is missing a function, or sent garbage.
@@ -81,7 +85,8 @@ def place_call(
     if answer.get("op") == "raise":
         raise rebuild_exception(codec.module, answer)
     if answer.get("op") != "return":
-        raise SubmissionError(f"the worker sent a message that is not an answer: {str(answer)[:200]}")
+        op = _cut(answer.get("op"), 40)
+        raise SubmissionError(f"the worker sent a message that is not an answer (op {op!r})")
     mutated = answer.get("mutated")
     for key, state in (mutated if type(mutated) is dict else {}).items():
         if writable is not None and key not in writable:
@@ -146,7 +151,7 @@ def raise_answer(exc: BaseException, where_file: str | None = None) -> dict:
     return {
         "op": "raise",
         "type": type(exc).__name__,
-        "message": message[:2000],
+        "message": message[:MESSAGE_CHARS],
         "where": _where(exc, where_file),
     }
 
@@ -163,8 +168,9 @@ def failure_answer(message: str, timed_out: str | None = None) -> dict:
 def rebuild_exception(module: types.ModuleType, answer: dict) -> Exception:
     """An exception of this side to raise for a `raise` answer: the same built-in or lab type where one
     exists (so ``pytest.raises(ValueError)`` works), else a SubmissionError that names the type."""
-    name, message = str(answer.get("type")), str(answer.get("message"))
-    where = answer.get("where") or ""
+    # cut before anything formats them: a hostile worker's answer may carry megabytes here
+    name, message = _cut(answer.get("type"), 100), _cut(answer.get("message"))
+    where = _cut(answer.get("where"), 200)
     if (scope := answer.get("timed_out")) is not None:
         return CallTimedOut(message, scope if scope in TIME_SCOPES else "call")
     if name == "SubmissionError":
@@ -183,6 +189,18 @@ def rebuild_exception(module: types.ModuleType, answer: dict) -> Exception:
             exc.add_note(f"raised by the submission{where}")
             return exc
     return SubmissionError(f"{name}: {message}{where}" if message else f"{name}{where}")
+
+
+MESSAGE_CHARS = 2000  # the longest exception message that crosses, either way
+
+
+def _cut(value: object, limit: int = MESSAGE_CHARS) -> str:
+    """A field of an answer as text of at most `limit` characters (a string cut first, anything else a
+    short placeholder: never formatted whole)."""
+    if value is None:
+        return ""
+    text = value[: limit + 1] if isinstance(value, str) else f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _where(exc: BaseException, where_file: str | None) -> str:

@@ -15,8 +15,14 @@ The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
 Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
 this sandbox, and the sandbox one for all calls: past one, the worker's process group is killed and the
-next call starts a fresh worker. When grading, a second worker runs the reference (`ReferenceWorker`)
-and answers the first one's reference requests directly, along the call graph of the open call.
+next call starts a fresh worker. The deadline fires whatever the grader is doing for the call: reading
+queued messages (it is checked before each one), writing (every write is non-blocking, and waits only
+until the deadline), or serving the worker's requests; the worker's CPU time is read from its own CPU
+clock at every answer that comes after its budget in wall time too, so an answer that comes after the
+bound is refused however busy the grader was. What a call may ask of the grader is bounded as well:
+at most `Limits.callbacks` requests, of at most `Limits.callback_bytes` in all. When grading, a second
+worker runs the reference (`ReferenceWorker`) and answers the first one's reference requests directly,
+along the call graph of the open call.
 Closing the sandbox kills what is left of its uid and removes what that uid wrote anywhere it could
 write.
 """
@@ -43,7 +49,7 @@ from grader import cgroup, isolation, landlock, seccomp
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
-from grader.protocol import SPIN_SECONDS, failure_answer
+from grader.protocol import CALL_COUNT, SPIN_SECONDS, failure_answer
 
 try:
     import resource
@@ -108,6 +114,8 @@ class Limits:
     open_files: int = 64
     output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
     message_bytes: int = 4 << 20  # one message from the worker (decoded, 4 MB of JSON is at most ~100 MB)
+    callbacks: int = 1000  # requests one call may send the grader (a test's proposer: 60 at most)
+    callback_bytes: int = 8 << 20  # and their size in all (what the test's callables may keep of them)
 
 
 class Sandbox:
@@ -181,18 +189,24 @@ class Sandbox:
                 return failure
             calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
             deadline = self._deadline(self.limits.call_seconds, exercise)
-            self._post(message)
+            if not self._post(message, deadline):
+                return self._timed_out(message, deadline)
+            requests = request_bytes = 0
             while True:
                 answer = self._receive(deadline)
                 if answer is None:
-                    name, why = message.get("function", "the call"), deadline.overrun()
-                    self._kill(f"{name} timed out")
-                    return failure_answer(f"{name}() did not return: {why}", timed_out=deadline.scope())
+                    return self._timed_out(message, deadline)
                 if answer.get("op") in ("return", "raise"):
+                    if deadline.cpu_exceeded():  # however busy the grader was while the worker computed
+                        return self._timed_out(message, deadline)
                     if reference is not None and answer.get("reference_ended") is True:
                         self._kill("the reference's worker ended")  # its pipes were this worker's
                     return answer
-                self._post(self._serve(answer))
+                requests, request_bytes = requests + 1, request_bytes + self._last_size
+                if requests > self.limits.callbacks or request_bytes > self.limits.callback_bytes:
+                    return self._too_many_requests(message)
+                if not self._post(self._serve(answer), deadline):
+                    return self._timed_out(message, deadline)
         except _WorkerDied as died:
             self._kill(str(died))
             return failure_answer(str(died))
@@ -203,6 +217,19 @@ class Sandbox:
             self._spent += now - started
             if exercise is not None:
                 self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + now - calling
+
+    def _timed_out(self, message: dict, deadline: _Deadline) -> dict:
+        """End the worker whose call ran past `deadline`; the call's answer says whose time ran out."""
+        name, why, scope = message.get("function", "the call"), deadline.overrun(), deadline.scope()
+        self._kill(f"{name} timed out")
+        return failure_answer(f"{name}() did not return: {why}", timed_out=scope)
+
+    def _too_many_requests(self, message: dict) -> dict:
+        """End the worker whose call asked the grader for more than a call may (callbacks)."""
+        name, limits = message.get("function", "the call"), self.limits
+        self._kill(f"{name} asked too much of the grader")
+        bound = f"{limits.callbacks} callbacks or {limits.callback_bytes >> 20} MB of them"
+        return failure_answer(f"{name}() asked the grader for more than {bound} in one call")
 
     def _out_of_time(self, exercise: int | None) -> dict | None:
         """The answer for a call that may not start: the run's or its exercise's time is used up."""
@@ -325,11 +352,15 @@ class Sandbox:
             for fd in (to_worker, to_grader, *peer_fds, output):
                 os.close(fd)
         os.set_blocking(from_worker, False)  # polled first, then waited for (`_read`)
+        os.set_blocking(from_grader, False)  # a worker that reads nothing cannot block the grader (`_post`)
         self._reader = os.fdopen(from_worker, "rb", buffering=0)
         self._writer = os.fdopen(from_grader, "wb", buffering=0)
         self._selector = selectors.DefaultSelector()  # one per worker: most calls take well under 1 ms
         self._selector.register(self._reader, selectors.EVENT_READ)
+        self._writable = selectors.DefaultSelector()
+        self._writable.register(self._writer, selectors.EVENT_WRITE)
         self._buffer = bytearray()
+        self._last_size = 0  # the length of the last message received
         self.restarts += 1
         self._spawned = time.monotonic()
         self._oom_kills = self._memory.oom_kills() if self._memory is not None else 0
@@ -342,7 +373,7 @@ class Sandbox:
         not the grader waited all along."""
         deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
         try:
-            ready = self._receive(deadline)
+            ready = self._receive(deadline, waiting_only=True)
         except _WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
@@ -358,11 +389,21 @@ class Sandbox:
         self._ready = True
         return None
 
-    def _post(self, message: dict) -> None:
-        try:
-            self._writer.write(dumps(message).encode("utf-8") + b"\n")
-        except (BrokenPipeError, OSError):
-            raise _WorkerDied(self._death_reason()) from None
+    def _post(self, message: dict, deadline: _Deadline) -> bool:
+        """Write one message to the worker; False once `deadline` has passed with the worker's pipe still
+        full (a worker that does not read its answers)."""
+        data = memoryview(dumps(message).encode("utf-8") + b"\n")
+        fd = self._writer.fileno()
+        while data:
+            try:
+                data = data[os.write(fd, data) :]
+            except BlockingIOError:
+                if deadline.passed():
+                    return False
+                self._writable.select(deadline.poll_seconds())
+            except OSError:
+                raise _WorkerDied(self._death_reason()) from None
+        return True
 
     def _deadline(
         self, cpu_seconds: float, exercise: int | None = None, since: float | None = None
@@ -374,11 +415,15 @@ class Sandbox:
             walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
         return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
 
-    def _receive(self, deadline: _Deadline) -> dict | None:
-        """The next message, or None once the deadline has passed."""
+    def _receive(self, deadline: _Deadline, waiting_only: bool = False) -> dict | None:
+        """The next message, or None once the deadline has passed: checked before each message and each
+        chunk, whether or not the worker's messages are waiting already (`waiting_only`: only while none
+        is, for a hello that may have waited for the grader since its worker was started ahead)."""
+        if not waiting_only and deadline.passed():
+            return None
         end = self._buffer.find(b"\n")
         while end < 0:  # each chunk is searched once and appended in place: linear in the message
-            if (chunk := self._read(deadline)) is None:
+            if (not waiting_only and deadline.passed()) or (chunk := self._read(deadline)) is None:
                 return None
             if not chunk:
                 raise _WorkerDied(self._death_reason())
@@ -391,6 +436,7 @@ class Sandbox:
             raise _WorkerDied("the answer was larger than the grader accepts")
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
+        self._last_size = end
         try:
             message = loads(line.decode("utf-8", "replace"))
         except CodecError:
@@ -450,7 +496,7 @@ class Sandbox:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for handle in (self._selector, self._reader, self._writer):
+        for handle in (self._selector, self._writable, self._reader, self._writer):
             try:
                 handle.close()
             except OSError:
@@ -463,7 +509,11 @@ class ReferenceWorker:
 
     It answers only along the reference's call graph of the call under way (`answers`: for each function
     a call may be open in, the functions it may answer then), which the grader writes before each call
-    into a byte of memory the two share, and clears after it: between calls it answers nothing. Started
+    into a byte of memory the two share, and clears after it: between calls it answers nothing. Beside
+    that byte, a count of the calls opened and closed (`CALL_COUNT`): a request still being answered when
+    its call ends is stopped there (the reference's worker checks the count while it computes), so the
+    reference never works for a call that has ended. Only functions of the open call's graph cross as
+    arguments, and objects are rebuilt through their constructors (grader.worker.answer_worker). Started
     beside its submission worker, it lives and dies with it: each new submission
     worker gets new pipes and so a new reference worker, and one that ended (a request it could not read
     or survive) takes its submission worker along at the next call that asks. Its work is bounded like
@@ -483,6 +533,7 @@ class ReferenceWorker:
         self.tables = {"functions": self.functions, "answers": answers, "writable": writable}
         self._source, self._limits = source, limits or Limits()
         self._call_fd, self._call = _shared_byte()
+        self._calls = 0  # calls opened and closed, in the shared page's CALL_COUNT bytes
         self._ends: tuple[int, int] | None = None  # the reference worker's pipe ends, until it starts
         self.sandbox: Sandbox | None = None
 
@@ -510,11 +561,19 @@ class ReferenceWorker:
             return failure_answer("the reference's worker has no submission worker to answer")
         if (failure := self.sandbox.start()) is not None:
             return failure
+        self._count()
         self._call[0] = self._byte.get(function, 0)
         return None
 
     def close_call(self) -> None:
         self._call[0] = 0
+        self._count()
+
+    def _count(self) -> None:
+        """A new call opened or the open one closed: whatever the reference's worker computes for an
+        earlier one stops."""
+        self._calls = (self._calls + 1) & 0xFFFFFFFF
+        self._call[CALL_COUNT] = self._calls.to_bytes(4, "little")
 
     def ended(self) -> bool:
         """Whether a reference worker was started and has ended since."""
@@ -576,9 +635,11 @@ def _shared_byte() -> tuple[int, mmap.mmap]:
 
 class _Deadline:
     """A call's deadline: the worker's own CPU time (so a loaded machine does not fail honest code),
-    bounded by a wall-clock limit (for code that sleeps or blocks instead of computing)."""
+    bounded by a wall-clock limit (for code that sleeps or blocks instead of computing). The CPU time is
+    read from the worker's CPU clock (a microsecond: at every answer) or, where that clock cannot be
+    read, from /proc (every POLL seconds while the grader waits, and at every answer)."""
 
-    POLL = 0.05  # how often the CPU time is read; most calls end before the first reading
+    POLL = 0.05  # how often the CPU time is read while waiting
 
     def __init__(
         self, pid: int | None, cpu_seconds: float, walls: dict[str, float], since: float | None = None
@@ -604,11 +665,21 @@ class _Deadline:
 
     def cpu_used(self) -> float:
         """The worker's CPU time since the call began; until the first reading, all the time that passed
-        counts as CPU time (an upper bound, so the budget is never exceeded unnoticed)."""
+        counts as CPU time (an upper bound, so the budget is never exceeded unnoticed). Not read when the
+        call starts: a worker still polling its pipe runs on another CPU, whose clock costs more to read."""
         now = _cpu_time(self.pid)
         if self.cpu_start is None:
             self.cpu_start = now - (time.monotonic() - self.started)
         return now - self.cpu_start
+
+    def cpu_exceeded(self) -> bool:
+        """Whether the worker has used its CPU time (read now, not at the last poll). A worker has one
+        thread (RLIMIT_NPROC is 0): its CPU time cannot run ahead of the wall clock, so a call shorter than
+        its CPU budget is not read at all (reading the clock of a process that has just run, perhaps still
+        on another CPU, costs a small call's round trip up to half again)."""
+        if time.monotonic() - self.started < self.cpu_seconds:
+            return False
+        return self.cpu_used() >= self.cpu_seconds
 
     def poll_seconds(self) -> float:
         return max(0.0, min(self.POLL, self.wall_end - time.monotonic()))
@@ -635,11 +706,23 @@ def proc_stat(pid: int) -> list[str] | None:
 
 
 def _cpu_time(pid: int | None) -> float:
-    """User + system CPU seconds of process `pid` so far (0 where it cannot be read)."""
-    fields = proc_stat(pid) if pid is not None else None
+    """User + system CPU seconds of process `pid` so far (0 where it cannot be read): from its CPU clock
+    (Linux: clockid ((~pid) << 3) | CPUCLOCK_SCHED, about a microsecond, to the nanosecond), else from
+    /proc (ten times slower, to the clock tick)."""
+    if pid is None:
+        return 0.0
+    if _PROCESS_CLOCKS:
+        try:
+            return time.clock_gettime(((~pid) << 3) | 2)
+        except (OSError, OverflowError):
+            pass
+    fields = proc_stat(pid)
     if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+_PROCESS_CLOCKS = sys.platform.startswith("linux") and hasattr(time, "clock_gettime")
 
 
 class _WorkerDied(Exception):

@@ -15,6 +15,7 @@ import importlib.util
 import mmap
 import os
 import select
+import signal
 import sys
 import time
 import types
@@ -24,7 +25,7 @@ from pathlib import Path
 from grader.audit import Confinement
 from grader.codec import Codec, CodecError, dumps, loads
 from grader.layout import MODULE
-from grader.protocol import Link, failure_answer, perform, place_call, raise_answer
+from grader.protocol import CALL_COUNT, Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -277,24 +278,66 @@ class _NoCallbacks:
         return failure_answer("the reference does not call back a callable of the submission")
 
 
+class CallEnded(Exception):
+    """The call a reference request came in ended before the reference answered it."""
+
+
+class _WhileTheCallIsOpen:
+    """Stops the reference's work on a request once the call it came in has ended: every CHECK seconds of
+    this process's CPU time (a profiling timer, silent while it waits), the shared page is read, and a
+    change since the request was read raises CallEnded inside the reference's code (its answer then says
+    so). The reference is the kit's own code: it does not catch it."""
+
+    CHECK = 0.005
+
+    def __init__(self, shared: mmap.mmap):
+        self.shared = shared
+        self.seen = b""
+        signal.signal(signal.SIGPROF, self._check)
+
+    def __enter__(self) -> bytes:
+        self.seen = self.shared[: CALL_COUNT.stop]
+        signal.setitimer(signal.ITIMER_PROF, self.CHECK, self.CHECK)
+        return self.seen
+
+    def __exit__(self, *exc_info) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        self.seen = b""
+
+    def _check(self, signum, frame) -> None:
+        if self.seen and self.shared[: CALL_COUNT.stop] != self.seen:
+            self.seen = b""  # raised once
+            raise CallEnded("the call that asked ended before the reference answered")
+
+
 def answer_worker(config: dict, grader: PipeLink) -> None:
     """The reference worker's main loop: answer one submission worker's reference requests, each only
     where the grader's shared byte names an open call whose reference body calls that function
-    (grader.sandbox.ReferenceWorker). Ends when the submission worker has gone, or sends a message this
-    side cannot read or longer than `message_bytes`."""
+    (grader.sandbox.ReferenceWorker), and only while that call is open. Its arguments may name only
+    functions of that call's graph, and their objects are built through their classes' constructors
+    (grader.codec). Ends when the submission worker has gone, or sends a message this side cannot read
+    or longer than `message_bytes`."""
     reference = Worker(Path(config["module"]), {}, _NoCallbacks(), isolate=False)
+    reference.codec.construct = True
     read_fd, write_fd = config["answer_fds"]
     requests = PipeLink(read_fd, write_fd, config["message_bytes"], config["poll_seconds"])
-    open_call = mmap.mmap(config["call_fd"], 1, mmap.MAP_SHARED, mmap.PROT_READ)
+    open_call = mmap.mmap(config["call_fd"], CALL_COUNT.stop, mmap.MAP_SHARED, mmap.PROT_READ)
     functions, answers, writable = config["functions"], config["answers"], config["writable"]
+    call_open = _WhileTheCallIsOpen(open_call)
     grader.post({"op": "ready"})
     while (message := requests.receive()) is not None:
-        index, name = open_call[0] - 1, str(message.get("function"))
-        allowed = answers[functions[index]] if 0 <= index < len(functions) else ()
-        if message.get("op") == "reference" and name in allowed:
-            requests.post(reference.answer_reference(message, writable.get(name)))
-        else:
-            requests.post(raise_answer(LookupError(f"the reference does not answer {name} here")))
+        try:
+            with call_open as seen:
+                index, name = seen[0] - 1, str(message.get("function"))
+                allowed = answers[functions[index]] if 0 <= index < len(functions) else ()
+                if message.get("op") == "reference" and name in allowed:
+                    reference.codec.functions = frozenset(allowed)
+                    answer = reference.answer_reference(message, writable.get(name))
+                else:
+                    answer = raise_answer(LookupError(f"the reference does not answer {name} here"))
+        except CallEnded as ended:  # raised between the reference's answer and the timer's end
+            answer = raise_answer(ended)
+        requests.post(answer)
 
 
 def serve(config: dict) -> None:

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import resource
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import types
 import uuid
 import zipfile
@@ -34,10 +37,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.expect import call, expect_close
 from grader.grading import grade
 from grader.isolation import protect_kit
 from grader.protocol import CallTimedOut, SubmissionError
-from grader.sandbox import Limits
+from grader.sandbox import Limits, _cpu_time, proc_stat
 from grader.student import sandboxed_student
 from grader.worker import load_module
 from tests.kit.conftest import KIT
@@ -868,6 +872,197 @@ def test_a_reference_kept_busy_costs_the_call_its_deadline_and_no_more(ref, aski
         pytest.fail("the busy reference worker outlived its call")
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
+
+
+# -- 12. issue 23: deadlines that always fire, and the grader's work for a call bounded ---------------------
+
+DEADLINES = """
+
+import random as _random
+import time as _time
+
+
+def _grader_link():
+    return next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")
+
+
+@_attack
+def flood(how):
+    # A thousand requests (34 KB: one write), then this call's own answer queued behind them. The grader
+    # answers each (about 100 bytes): once 64 KB of its answers wait unread, its write() blocks.
+    burn, _, then = how.partition(",")
+    link = _grader_link()
+    stream = b'{"op":"reference","function":"x"}\\n' * 1000
+    stream += b'{"op":"return","value":"ACCEPTED","mutated":{}}\\n'
+    while stream:
+        stream = stream[_os.write(link._writer.fileno(), stream):]
+    until = _time.process_time() + float(burn or 0)
+    while _time.process_time() < until:  # CPU time spent while the grader is blocked
+        pass
+    if then == "read":  # unblock the grader: it finds this call's answer queued, the pipe never empty
+        answers = 0
+        while answers < 1000:
+            answers += _os.read(link._read_fd, 1 << 16).count(b"\\n")
+    _time.sleep(60)  # never answers for real
+
+
+@_attack
+def nested(size):
+    # an answer of about 2 MB, nested 40 deep: formatting it whole costs the grader seconds per check
+    depth, _, width = size.partition(",")
+    value = list(range(int(width)))
+    for _ in range(int(depth)):
+        value = [value, 0]
+    return value
+
+
+def autoresearch(iters, rng, proposer=None, guard=True):
+    files = {"train.py": "x" * 100_000}  # each callback hands the test's proposer 100 KB
+    for _ in range(int(iters)):
+        proposer(files, rng)
+    return "DONE"
+
+
+def demo(what):
+    # demo's reference calls autoresearch: ask the reference's worker for a long one, never read the answer
+    state = _random.Random(0).getstate()
+    rng = {"$random": [state[0], list(state[1]), state[2]]}
+    pipes = next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
+    pipes.post({"op": "reference", "function": "autoresearch", "args": [10**6, rng], "kwargs": {}})
+    _time.sleep(0.5)  # the reference's worker reads it while the call is open, and starts
+    return "POSTED"
+
+
+def sft_grad(policy, data):
+    # sft_grad's reference calls add_score(g, policy, ...), which calls policy.probs(s, t): a policy whose
+    # attribute `probs` names another lab function makes the reference run it on inputs chosen here
+    pipes = next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
+    shadowed = {"S": 1, "T": 1, "V": 1, "theta": [[[0.0]]], "probs": {"$function": data}}
+    policy = {"$object": "TabPolicy", "state": {"$dict": [[k, v] for k, v in shadowed.items()]}}
+    args = [[[[0.0]]], policy, [1.0], [1.0], 0, 1.0]
+    answer = pipes.send({"op": "reference", "function": "add_score", "args": args, "kwargs": {}})
+    return f"{answer.get('type')}: {answer.get('message')}"
+"""
+
+EXERCISE_OF_23 = dict(EXERCISE_OF, sft_grad=13)
+
+
+def _grader_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextlib.contextmanager
+def deadlines_worker(ref, limits: Limits = LIMITS):
+    student, box = sandboxed_student(
+        REFERENCE + HOOK_OFF + COMMANDS + DEADLINES, ref, ref, EXERCISE_OF_23, limits=limits
+    )
+    try:
+        yield student, box
+    finally:
+        student.close()
+
+
+def test_a_worker_that_never_reads_its_answers_is_ended_at_its_deadline(ref):
+    """On main the grader blocked in write() for good (216 s of one grading, cut only by the batch's
+    timeout; every later check scored 0): every write now has the call's deadline."""
+    with deadlines_worker(ref) as (student, box), bounded(60):
+        cpu = _grader_cpu()
+        with pytest.raises(CallTimedOut, match="still running after 4 s"):
+            student.softmax("flood:0,")
+        assert not box.running() and box.log[-1] == "softmax timed out"
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # the rest scores
+        assert _grader_cpu() - cpu < 10  # main: 110 s of the grader's CPU
+
+
+def test_a_grading_whose_softmax_never_reads_its_answers_scores_the_honest_rest(
+    tmp_path, sandboxes, monkeypatch
+):
+    """The whole pipeline: every softmax call floods the grader. On main the grading hung until its run
+    bound (an honest-rest score of 0); now softmax's first call times out at its deadline, its other
+    checks fail at once, and exercise 12 (honest) earns its points."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    flooding = "\n\ndef softmax(xs):\n    return _ATTACKS['flood']('0,')\n"
+    document = grade_source(tmp_path, REFERENCE + HOOK_OFF + COMMANDS + DEADLINES + flooding, run_seconds=150)
+    by_name = entries(document)
+    for suite in ("visible", "hidden"):
+        assert by_name[f"12 group advantages: {suite} checks"]["status"] == "passed"
+        assert by_name[f"8 softmax: {suite} checks"]["score"] == 0
+    assert "did not return" in everything_shown(document)
+
+
+def test_a_call_over_its_cpu_time_is_refused_though_the_grader_never_found_its_pipe_empty(ref):
+    """2.5 s of CPU time (the bound: 1 s) spent while the grader was blocked writing, then the answer
+    queued behind the requests: on main it was accepted (the CPU time was read only on an empty pipe)."""
+    with deadlines_worker(ref) as (student, box), bounded(60):
+        with pytest.raises(CallTimedOut, match="1 s of CPU time"):
+            student.softmax("flood:2.5,read")
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
+
+
+def test_a_call_may_ask_the_grader_for_only_so_many_callbacks(ref):
+    """3000 callbacks of 100 KB each to the test's proposer, which records what it is given (as the
+    suites' scripted proposer does): on main the grader kept all of it (2,171 MB of RSS for the issue's
+    attacker). A call's callbacks are bounded in number and in bytes."""
+    seen: list[dict] = []
+
+    def proposer(files, rng):
+        seen.append(files)
+        return files, "nothing"
+
+    with deadlines_worker(ref, Limits(call_seconds=30.0)) as (student, box), bounded(120):
+        with pytest.raises(SubmissionError, match="callbacks"):
+            student.autoresearch(3000, random.Random(0), proposer)
+        assert len(seen) <= box.limits.callbacks
+        assert sum(len(files["train.py"]) for files in seen) <= box.limits.callback_bytes
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
+
+
+def test_a_huge_wrong_answer_is_cut_before_it_is_formatted(ref):
+    """A 2 MB answer nested 40 deep fails a check: on main pretty-printing it took the grader seconds of
+    CPU per check (192 s for 28 checks of the issue's attacker); cut first, it takes milliseconds."""
+    with deadlines_worker(ref, Limits(call_seconds=30.0)) as (student, _):
+        got = student.softmax("nested:40,300000")
+    cpu = _grader_cpu()
+    with pytest.raises(AssertionError) as failed:
+        expect_close(got, [0.5, 0.5], call("softmax", got))
+    assert _grader_cpu() - cpu < 1.0
+    assert len(str(failed.value)) < 4000
+
+
+def _running(pid: int) -> float | None:
+    """The CPU time of process `pid`, None once it has ended."""
+    fields = proc_stat(pid)
+    return None if fields is None or fields[0] == "Z" else _cpu_time(pid)
+
+
+def test_a_reference_request_left_unread_stops_computing_when_its_call_ends(ref):
+    """The submission asks the reference's worker for autoresearch(10**6) and returns without reading
+    the answer: on main the reference's worker computed on after the call (44 s of CPU for the issue's
+    attacker). It now stops when its call ends."""
+    with deadlines_worker(ref) as (student, box):
+        assert student.demo("leave") == "POSTED"
+        answering = box.reference.sandbox._process.pid
+        at_return = _running(answering) or 0.0
+        time.sleep(3)  # not a bound: what a reference still computing would gain meanwhile
+        after = _running(answering)
+        assert after is None or after - at_return < 0.3, f"{after - at_return:.2f} s after its call"
+
+
+@pytest.mark.parametrize(
+    ("function", "refused"),
+    [
+        ("exact_kl", "not on the open call's graph"),
+        ("add_score", "may not name its class's attribute 'probs'"),
+    ],
+)
+def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref, function, refused):
+    """sft_grad's reference calls add_score, which calls policy.probs: a policy whose `probs` attribute
+    named exact_kl ran exact_kl on main (then failed on its float: TypeError). A function off the open
+    call's graph is refused, and so is an attribute that hides a method (add_score is on the graph)."""
+    with deadlines_worker(ref) as (student, _):
+        answer = student.sft_grad(ref.TabPolicy(), function)
+    assert answer.startswith("CodecError") and refused in answer, answer
 
 
 # -- 8. one run budget -----------------------------------------------------------------------

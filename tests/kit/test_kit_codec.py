@@ -102,6 +102,39 @@ def test_lab_functions_cross_by_name(ref, stubs):
     assert cross(ref.honest_proposer, ref, stubs) is stubs.honest_proposer
 
 
+def test_an_attribute_that_would_hide_a_method_is_refused(ref):
+    """A policy whose `probs` names a lab function would run that function where the method was meant."""
+    state = {"S": 1, "T": 1, "V": 1, "theta": [[[0.0]]], "probs": {"$function": "exact_kl"}}
+    encoded = {"$object": "TabPolicy", "state": {"$dict": [[k, v] for k, v in state.items()]}}
+    with pytest.raises(CodecError, match="may not name its class's attribute 'probs'"):
+        Codec(ref).decode(encoded)
+    meter = {"$object": "Meter", "state": {"$dict": [["charge", 1], ["rollouts", 0]]}}
+    with pytest.raises(CodecError, match="'charge'"):
+        Codec(ref).decode(meter)
+    plain = {"$object": "Meter", "state": {"$dict": [["max_rollouts", 3], ["cache", [1]]]}}
+    assert Codec(ref).decode(plain).max_rollouts == 3  # a field with a class default, and a new attribute
+
+
+def test_where_functions_are_named_only_those_cross(ref):
+    codec = Codec(ref)
+    codec.functions = frozenset({"softmax"})
+    assert codec.decode({"$function": "softmax"}) is ref.softmax
+    with pytest.raises(CodecError, match="not on the open call's graph"):
+        codec.decode({"$function": "exact_kl"})
+
+
+def test_constructing_codecs_build_dataclass_objects_through_their_constructors(ref):
+    codec = Codec(ref)
+    codec.construct = True
+    variant = codec.decode(Codec(ref).encode(ref.AgentVariant(3, frozenset({"planner"}), 0.5, 0)))
+    assert variant == ref.AgentVariant(3, frozenset({"planner"}), 0.5, 0)
+    missing = {"$object": "PPOSample", "state": {"$dict": [["s", 0]]}}
+    with pytest.raises(CodecError, match="could not be built"):
+        codec.decode(missing)  # its constructor needs every field without a default
+    policy = codec.decode(Codec(ref).encode(ref.TabPolicy(2, 2, 3)))  # not a dataclass: its state, as sent
+    assert type(policy) is ref.TabPolicy and policy.S == 2
+
+
 class AlwaysEqual:
     def __eq__(self, other):
         return True

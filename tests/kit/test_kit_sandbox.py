@@ -97,6 +97,19 @@ def test_a_worker_started_ahead_has_the_same_import_budget(ref):
         student.close()
 
 
+def test_a_worker_started_ahead_and_read_late_is_ready_if_its_import_kept_to_its_cpu_time(ref):
+    """The grader comes back to a worker it started ahead after longer than the import's wall bound: the
+    hello waiting in the pipe counts (the deadline of a hello is checked only while none is waiting)."""
+    student, sandbox = open_student(ref, "")
+    try:
+        sandbox.spawn()
+        time.sleep(LIMITS.import_seconds * LIMITS.wall_factor + 0.5)  # the grader busy elsewhere
+        assert student.softmax([0.0, 0.0]) == [0.5, 0.5]
+        assert sandbox.restarts == 1
+    finally:
+        student.close()
+
+
 def test_closing_removes_the_scratch_folder_and_the_worker(ref):
     student, sandbox = open_student(ref, "")
     student.softmax([0.0])
