@@ -29,8 +29,9 @@ HANDOUT_RUNNER = (
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "errors", "expect", "grading",
-    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "otter_plugin", "protocol",
-    "pytest_plugin", "reference", "results", "sandbox", "scoring", "seccomp", "student", "suites", "worker",
+    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "otter_plugin",
+    "otter_submission", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring", "seccomp",
+    "student", "suites", "worker",
 )  # fmt: skip
 
 

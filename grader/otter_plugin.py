@@ -1,22 +1,26 @@
 """Otter's way in: a plugin that hands a submission's grading to the kit's grader.
 
-Otter runs a submission in an IPython kernel (as root on Gradescope) beside its own tests. This plugin
-stops that and grades as `grader grade` does:
+Otter would run a submission in an IPython kernel (as root on Gradescope) beside its own tests, after
+loading any log file it finds with dill. This plugin stops all of it and grades as `grader grade` does:
 - `before_grading` removes the copy of the kit that Otter put beside the submission (its support files
-  go there), so that nothing of the tests or the reference is within the submission's reach;
-- `before_execution` swaps the submission's code for a comment, so Otter's kernel runs none of it;
-- `after_grading` runs `grader grade` in a child process, with the kit that `grader package` put in the
-  autograder zip (`source/files/optlab`), and puts its results into Otter's: one test file per exercise,
-  one test case per suite, the exercise's score as `grader grade` gave it (what `otter grade`'s CSV is
-  made of), and `grader grade`'s results.json itself as the page Otter writes: Otter's own page (a
-  "Public Tests" entry, one entry per exercise, one visibility for all) would differ from the one the
-  instructor previews with `grader grade`. So students on Gradescope see exactly `grader grade`'s
-  results.json: its entries, scores, visibility, messages and top-level output.
+  go there), takes the submission out of Otter's sight (grader.otter_submission: only the module is
+  kept, where only root reads it; Otter's folder is left empty of submitted files, so there is no log
+  to load), and stops Otter from starting its kernel at all: for this grading, the function Otter's
+  Python runner calls to execute the notebook is one that only runs the plugins' `after_grading`;
+- `before_execution` swaps the submission's code for a comment, should a kernel ever run;
+- `after_grading` runs `grader grade` on the kept module in a child process, with the kit that `grader
+  package` put in the autograder zip (`source/files/optlab`), and puts its results into Otter's: one
+  test file per exercise, one test case per suite, the exercise's score as `grader grade` gave it (what
+  `otter grade`'s CSV is made of), and `grader grade`'s results.json itself as the page Otter writes:
+  Otter's own page (a "Public Tests" entry, one entry per exercise, one visibility for all) would differ
+  from the one the instructor previews with `grader grade`. So students on Gradescope see exactly
+  `grader grade`'s results.json: its entries, scores, visibility, messages and top-level output.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 import shutil
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from otter.plugins import AbstractOtterPlugin
@@ -33,8 +38,10 @@ from otter.test_files.ottr_test import OttrTestFile  # a test file Otter only re
 from grader.grading import kit_manifest
 from grader.layout import MANIFEST, ZIP_KIT
 from grader.manifest import Exercise
+from grader.otter_submission import take_submission
 from grader.results import unscored_document
 
+OTTER_RUNNER = "otter.run.run_autograder.runners.python_runner"  # calls grade_notebook after before_grading
 GRADE_SECONDS = 480.0  # the suites' own bound; within Gradescope's default 10 minutes with Otter's start
 PLACEHOLDER = "# optlab-kit: this submission is graded in the kit's sandbox, not in this kernel\n"
 
@@ -43,19 +50,22 @@ class KitGrading(AbstractOtterPlugin):
     """Grade with the kit's sandbox and suites instead of Otter's kernel."""
 
     autograder_dir: Path | None = None
+    graded: Path | None = None  # what grader grade grades: the kept module (grader.otter_submission)
 
     def before_grading(self, config) -> None:
         self.autograder_dir = Path(config.autograder_dir).resolve()
-        copy = Path(self.submission_path).parent / Path(ZIP_KIT).name  # Otter copies files/* there
-        if (copy / MANIFEST).is_file():
+        copy = self.autograder_dir / "submission" / Path(ZIP_KIT).name  # Otter copies files/* there
+        if copy.is_dir() and not copy.is_symlink() and (copy / MANIFEST).is_file():
             shutil.rmtree(copy)
+        self.graded = take_submission(self.autograder_dir)
+        skip_otters_kernel()
 
     def before_execution(self, submission):
         return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLACEHOLDER)])
 
     def after_grading(self, results: GradingResults) -> None:
         kit = self.kit()
-        document = run_grader(kit, Path(self.submission_path))
+        document = run_grader(kit, self.graded or Path(self.submission_path))
         fill_results(results, document, kit_manifest(kit).exercises)
         show_kit_page(results, document)
 
@@ -68,12 +78,22 @@ class KitGrading(AbstractOtterPlugin):
         return Path(__file__).resolve().parents[1]
 
 
-def prepare_autograder_dir(autograder_dir: str) -> None:
-    """Run by the zip's run_otter.py before Otter starts: Otter 7 reads submission_metadata.json as
-    JSON when a plugin is configured, and `otter grade`'s image holds an empty one."""
-    metadata = Path(autograder_dir) / "submission_metadata.json"
-    if not metadata.is_file() or not metadata.read_text(encoding="utf-8").strip():
-        metadata.write_text("{}\n", encoding="utf-8")
+def skip_otters_kernel() -> None:
+    """Make Otter's Python runner, for its next grading, run the plugins' `after_grading` on empty
+    results instead of executing the submission's notebook in a kernel: no process of Otter's starts
+    with the submission's folder as its working directory or on its import path, and no results are
+    unpickled from one. Otter's own function is put back at that call."""
+    runner: Any = importlib.import_module(OTTER_RUNNER)
+    otters = runner.grade_notebook
+
+    def grade_without_kernel(submission_path: str, *, plugin_collection=None, **_options) -> GradingResults:
+        runner.grade_notebook = otters
+        results = GradingResults([])
+        if plugin_collection is not None:
+            plugin_collection.run("after_grading", results)
+        return results
+
+    runner.grade_notebook = grade_without_kernel
 
 
 def run_grader(kit: Path, submission: Path) -> dict:

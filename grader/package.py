@@ -2,11 +2,14 @@
 
 The zip is Otter's own (run_autograder, setup.sh, environment.yml, otter_config.json, run_otter.py) with
 the kit's grading path in `files/optlab/`: the grader modules that grade, the manifest, the suites and
-their inventory, and the reference. `files/` because it is the one folder of the zip that Otter's
-`otter grade` image copies besides its own files. Three edits to Otter's files make it work everywhere:
-- run_otter.py puts `files/optlab` on sys.path, so Otter can import the plugin
-  (grader.otter_plugin.KitGrading), and gives Otter a readable submission_metadata.json (otter grade's
-  image holds an empty one, which Otter 7 cannot parse when a plugin is configured);
+their inventory, and the reference. `files/` because it is the one folder of the zip that Otter's `otter
+grade` image copies besides its own files. Edits to Otter's files make it work everywhere:
+- run_otter.py is the kit's: it puts `files/optlab` on sys.path, so Otter can import the plugin
+  (grader.otter_plugin.KitGrading), takes the submission out of Otter's sight before Otter starts
+  (grader.otter_submission), and gives Otter a readable submission_metadata.json (otter grade's image
+  holds an empty one, which Otter 7 cannot parse when a plugin is configured);
+- `files/optlab-placeholder.ipynb` is what Otter resolves as the submission (Otter copies files/* into
+  its submission folder and prefers a lone notebook): Otter opens no submitted file;
 - setup.sh creates the unprivileged user that submissions run as (scripts/setup-worker.sh, inlined: otter
   grade runs setup.sh before anything else of the zip is in place);
 - setup.sh no longer installs Playwright's Chromium, which only Otter's PDF export uses (off here) and
@@ -38,13 +41,35 @@ AUTOGRADER_ZIP = "autograder.zip"
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
-RUN_OTTER_PRELUDE = """\
-# optlab-kit: Otter's plugin is the kit's grader, shipped in files/optlab of this zip.
-import os, sys  # noqa: E401
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "optlab"))
-from grader.otter_plugin import prepare_autograder_dir  # noqa: E402
-prepare_autograder_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUN_OTTER = '''"""Runs Otter-Grader's autograding process with optlab-kit's grader (files/optlab of this zip).
+
+Before Otter starts, the submission is taken out of its sight (grader.otter_submission): the lab module
+alone is kept, where only root reads it, for the kit's grader; Otter finds its submission folder empty
+of submitted files and grades the kit's placeholder notebook with the kit's plugin, which starts no
+kernel. Otter unpacks no zip (the kit has read the one it would have unpacked) and gets a readable
+submission_metadata.json (otter grade's image holds an empty one).
 """
+
+import os
+import sys
+from pathlib import Path
+
+AUTOGRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # Gradescope's /autograder
+sys.path.insert(0, os.path.join(AUTOGRADER_DIR, "source", "files", "optlab"))
+
+from grader.otter_submission import prepare_autograder_dir, take_submission  # noqa: E402
+
+if __name__ == "__main__":
+    prepare_autograder_dir(AUTOGRADER_DIR)
+    take_submission(Path(AUTOGRADER_DIR))
+    from otter.run.run_autograder import main as run_autograder
+
+    run_autograder(AUTOGRADER_DIR, zips=False)
+'''
+# What Otter resolves as the submission (it prefers a lone notebook, and copies files/* into its
+# submission folder before looking): the kit's own, so that Otter never opens a submitted file, and
+# several submitted .py files do not make it refuse under `otter run`.
+PLACEHOLDER_NOTEBOOK = "files/optlab-placeholder.ipynb"
 FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # every member's date
 
 
@@ -69,6 +94,7 @@ def write_autograder(root: Path, dist: Path) -> Path:
                 if not name.startswith("tests/"):
                     add_member(zf, name, _edited(root, name, otter.read(name)))
             add_member(zf, "tests/", b"")  # Otter's test folder: empty, the plugin grades
+            add_member(zf, PLACEHOLDER_NOTEBOOK, placeholder_notebook())
             for path in kit_files(root):
                 add_member(zf, f"{ZIP_KIT}/{path.as_posix()}", (root / path).read_bytes())
     return out
@@ -114,6 +140,14 @@ def kit_files(root: Path) -> list[Path]:
     return files
 
 
+def placeholder_notebook() -> bytes:
+    """The notebook Otter takes for the submission: one markdown cell that says what grades instead."""
+    text = "optlab-kit: the submission is graded by the kit's grader, not in this notebook.\n"
+    cell = {"cell_type": "markdown", "id": "optlab", "metadata": {}, "source": text}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return (json.dumps(notebook, indent=1, sort_keys=True) + "\n").encode()
+
+
 def otter_config(root: Path) -> dict:
     """otter_config.json: the plugin grades, and the page students see is `grader grade`'s results.json
     (the plugin's). Otter prints no summary (its "No log found ..." line), and shows no stdout."""
@@ -153,7 +187,9 @@ def _otter_generate(staging: Path, out: Path) -> None:
 def _edited(root: Path, name: str, data: bytes) -> bytes:
     """Otter's file `name`, with the kit's edits (see the module docstring)."""
     if name == "run_otter.py":
-        return RUN_OTTER_PRELUDE.encode() + data
+        if b"run_autograder" not in data:
+            raise PackageError(f"Otter's run_otter.py is not {OTTER_VERSION}'s: is that Otter installed?")
+        return RUN_OTTER.encode()
     if name == "setup.sh":
         text = data.decode()
         if PLAYWRIGHT_STEP not in text:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from tests.kit.conftest import KIT
@@ -85,3 +86,27 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     path.parent.mkdir()
     path.write_text(source + (KIT / "solutions/optimization_toolkit.py").read_text())
     return path, marker
+
+
+GRADESCOPE_METADATA = {"id": 1, "users": [{"email": "ada@example.edu", "id": 1, "name": "Ada", "sid": "A1"}]}
+
+
+def gradescope_page(autograder: Path, submission: Path, root: Path, zips: bool = False) -> dict:
+    """Gradescope's results.json for the folder `submission` (copied as it is, symlinks kept): the zip
+    unpacked into `root`/source as Gradescope unpacks it, run_otter.py run as run_autograder runs it, as
+    root, with this interpreter (which has the pinned Otter). With `zips`, Otter's config says so, as
+    `otter grade --ext zip` writes it into its image."""
+    with zipfile.ZipFile(autograder) as zf:
+        zf.extractall(root / "source")
+    shutil.copytree(submission, root / "submission", symlinks=True)
+    (root / "results").mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps(GRADESCOPE_METADATA))
+    config = root / "source" / "otter_config.json"
+    if zips:
+        config.write_text(json.dumps({**json.loads(config.read_text()), "zips": True}))
+    run_otter = root / "source" / "run_otter.py"
+    run_otter.write_text(run_otter.read_text().replace('"/autograder"', repr(str(root))))  # an older zip's
+    run = subprocess.run([sys.executable, str(run_otter)], cwd=root, capture_output=True, text=True)
+    results = root / "results" / "results.json"
+    assert results.is_file(), run.stdout[-2000:] + run.stderr[-2000:]
+    return json.loads(results.read_text())

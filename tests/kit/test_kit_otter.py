@@ -1,6 +1,9 @@
 """The Otter packaging: `grader package` makes an autograder zip whose results.json under `otter run` is
 `grader grade`'s, entry by entry (no "Public Tests" entry, no word of Otter's), without Otter's kernel
-ever running the submission; and a bad kit is refused with what to run."""
+ever running the submission; a bad kit is refused with what to run. Otter is shown nothing of a
+submission: under `otter run` and in Gradescope's layout, every file a student who has read the kit could
+put beside the module (tests/kit/otter_attacks.py) leaves the stub at 0 and the reference at 100, and
+none of them runs."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -15,12 +19,23 @@ from pathlib import Path
 
 import pytest
 from gradescope_schema import problems
-from otter_comparison import exercise_scores, grader_document, page_differences, rehearsed
+from otter_attacks import (
+    common_attacks,
+    launcher_module,
+    marks_left,
+    module_attacks,
+    notebook,
+    payload,
+    write_folder,
+    write_zip,
+)
+from otter_comparison import exercise_scores, grader_document, gradescope_page, page_differences, rehearsed
 
 from grader.grading import kit_manifest
-from grader.layout import GRADING_MODULES
+from grader.layout import GRADING_MODULES, REFERENCE
 from grader.otter_plugin import PLACEHOLDER
-from grader.package import PackageError, check_packable, write_autograder
+from grader.otter_submission import KEPT, take_submission
+from grader.package import PLACEHOLDER_NOTEBOOK, PackageError, check_packable, write_autograder
 from tests.kit.conftest import KIT
 
 
@@ -29,7 +44,10 @@ def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
     assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= names
     assert "tests/" in names and not any(n.startswith("tests/") and n != "tests/" for n in names)
     kit = {n.removeprefix("files/optlab/") for n in names if n.startswith("files/optlab/")}
-    assert not any(n.startswith("files/") and not n.startswith("files/optlab/") for n in names)
+    assert {n for n in names if n.startswith("files/") and not n.startswith("files/optlab/")} == {
+        PLACEHOLDER_NOTEBOOK
+    }
+    assert "take_submission" in zipfile.ZipFile(autograder).read("run_otter.py").decode()
     assert "solutions/optimization_toolkit.py" in kit and "grader/exercises.toml" in kit
     modules = {n for n in kit if n.startswith("grader/") and n.endswith(".py")}
     assert modules == {f"grader/{m}.py" for m in GRADING_MODULES}
@@ -46,14 +64,19 @@ def test_the_zip_is_the_same_every_time(autograder, tmp_path):
     assert write_autograder(KIT, tmp_path).read_bytes() == autograder.read_bytes()
 
 
-def otter_page(autograder: Path, submission: Path, out: Path) -> dict:
-    """`otter run`'s results.json (the plugin imported from this kit, as the zip's run_otter.py does)."""
+def otter_run(autograder: Path, submission: Path, out: Path) -> subprocess.CompletedProcess:
+    """`otter run` (the plugin imported from this kit, as the zip's run_otter.py does)."""
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(KIT)}
-    run = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), str(submission)],
         capture_output=True, text=True, cwd=out, env=env,
     )  # fmt: skip
+
+
+def otter_page(autograder: Path, submission: Path, out: Path) -> dict:
+    """`otter run`'s results.json."""
+    run = otter_run(autograder, submission, out)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert problems(out / "results.json") == []
     assert "No log found" not in run.stdout
@@ -76,6 +99,148 @@ def test_otter_run_gives_grader_grades_page(autograder, tmp_path, which):
         assert 0 < total < 100
     if marker is not None:
         assert not marker.exists(), "Otter's kernel ran the submission"
+
+
+LAB = {
+    "stub": KIT / "student/optimization_toolkit.py",
+    "reference": KIT / "solutions/optimization_toolkit.py",
+}
+SCORE = {"stub": 0.0, "reference": 100.0}
+
+
+@pytest.mark.parametrize(
+    ("which", "module"),
+    [
+        ("stub", "ipykernel_launcher.py"),
+        ("stub", "optimization_toolkit.py"),
+        ("reference", "optimization_toolkit.py"),
+    ],
+)
+def test_otter_run_runs_and_reads_nothing_submitted_but_the_module(autograder, tmp_path, which, module):
+    """A zip (`otter run` unpacks it into Otter's submission folder) holding, beside the module, every
+    attack of common_attacks (Otter's log as a dill pickle that runs code, packages named otter, grader,
+    nbformat, dill, IPython, ipykernel, jupyter_client, a .pth, site and user customization, Otter's own
+    file names, a tests folder), and either more top-level modules (pytest, dill, json) or the module
+    itself named ipykernel_launcher.py (what Jupyter runs, in the submission folder, to start Otter's
+    kernel). On main, the log, the otter package and the launcher's name each gave the stub 100 on their
+    own, and more top-level .py files made Otter refuse the reference (no results.json)."""
+    marks = tmp_path / "marks"
+    lab = LAB[which].read_text()
+    files = common_attacks(marks)
+    if module == "ipykernel_launcher.py":
+        files[module] = launcher_module(lab, marks).encode()
+    else:
+        files |= module_attacks(marks) | {module: lab.encode()}
+    page = otter_page(autograder, write_zip(tmp_path / "submission.zip", files), tmp_path / "otter")
+    assert marks_left(marks) == [], "a submitted file ran"
+    assert page["score"] == SCORE[which]
+    assert page["extra_data"]["submission"]["found_as"] == module
+
+
+def test_otter_run_refuses_a_top_level_notebook_before_any_kit_code_and_runs_nothing(autograder, tmp_path):
+    """`otter run` starts Otter in its own process: Otter lists the submission folder before any kit
+    code runs, and with a submitted notebook beside the kit's placeholder it refuses the submission by
+    name (on Gradescope and in otter grade's image, run_otter.py takes the submission first: see the
+    Gradescope test below). Nothing of the notebook runs."""
+    marks = tmp_path / "marks"
+    files = {"optimization_toolkit.py": LAB["reference"].read_bytes()}
+    files["extra.ipynb"] = notebook(payload(marks, "notebook")).encode()
+    run = otter_run(autograder, write_zip(tmp_path / "submission.zip", files), tmp_path / "otter")
+    assert run.returncode != 0 and "More than one .ipynb file found in submission" in run.stderr
+    assert marks_left(marks) == []
+
+
+@pytest.mark.parametrize("attack", ["beside", "symlink", "zip"])
+def test_gradescope_runs_and_reads_nothing_submitted_but_the_module(autograder, tmp_path, attack):
+    """Gradescope's layout, run_otter.py run as root (otter grade's containers run the same):
+    - beside: the reference with every attack of common_attacks and module_attacks, a notebook (Otter
+      prefers one: on main it was graded instead of the module, and the reference scored 0) and
+      symlinks into the autograder's source;
+    - symlink: the module is a symlink to the kit's reference (on main: 100 for it);
+    - zip: the stub and common_attacks in a zip, with Otter's `zips` on as otter grade --ext zip sets
+      it (on main: the log and the otter package gave it 100).
+    Otter's folder ends holding only what Otter put there; the kit kept the module alone, for root."""
+    root, marks, folder = tmp_path / "autograder", tmp_path / "marks", tmp_path / "submitted"
+    folder.mkdir()
+    source = root / "source"
+    if attack == "beside":
+        files = (
+            common_attacks(marks)
+            | module_attacks(marks)
+            | {"optimization_toolkit.py": LAB["reference"].read_bytes()}
+        )
+        files["extra.ipynb"] = notebook(payload(marks, "notebook")).encode()
+        links = {"kit": str(source / "files/optlab"), "helper.py": str(source / "run_otter.py")}
+        write_folder(folder, files, links)
+        expected, kept = 100.0, ["module/optimization_toolkit.py"]
+    elif attack == "symlink":
+        write_folder(folder, {}, {"optimization_toolkit.py": str(source / "files/optlab" / REFERENCE)})
+        expected, kept = 0.0, ["received/optimization_toolkit.py"]
+    else:
+        files = common_attacks(marks) | {"optimization_toolkit.py": LAB["stub"].read_bytes()}
+        write_zip(folder / "submission.zip", files)
+        expected, kept = 0.0, ["module/optimization_toolkit.py"]
+    page = gradescope_page(autograder, folder, root, zips=attack == "zip")
+    assert problems(root / "results" / "results.json") == []
+    assert marks_left(marks) == [], "a submitted file ran"
+    assert page["score"] == expected
+    if attack == "symlink":
+        assert page["extra_data"]["ungraded"].startswith("found no files in the submission")
+    otters = sorted(p.name for p in (root / "submission").iterdir())
+    assert otters == ["__init__.py", Path(PLACEHOLDER_NOTEBOOK).name, "tests"]
+    assert list((root / "submission" / "tests").iterdir()) == []
+    assert stat.S_IMODE((root / KEPT).stat().st_mode) == 0o700
+    assert files_under(root / KEPT) == kept
+
+
+def files_under(folder: Path) -> list[str]:
+    """Every entry that is not a folder (links included, never followed), relative to `folder`."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        found += [Path(parent, name) for name in files]
+        found += [Path(parent, name) for name in dirs if Path(parent, name).is_symlink()]
+    return sorted(p.relative_to(folder).as_posix() for p in found)
+
+
+def autograder_dir(tmp_path: Path, files: dict[str, bytes], links: dict[str, str] | None = None) -> Path:
+    (tmp_path / "submission").mkdir()
+    write_folder(tmp_path / "submission", files, links)
+    return tmp_path
+
+
+def test_taking_keeps_the_module_alone_where_only_root_reads_it(tmp_path):
+    files = {"hw/optimization_toolkit.py": b"x = 1\n", "hw/helper.py": b"", ".OTTER_LOG": b"pickle"}
+    files |= {"otter/__init__.py": b"", "notes.ipynb": b"{}", "json.py": b""}
+    ag = autograder_dir(tmp_path, files, {"hw/optimization_toolkit (1).py": "/etc/passwd"})
+    graded = take_submission(ag)
+    assert graded == ag / KEPT / "module" and files_under(ag / KEPT) == ["module/hw/optimization_toolkit.py"]
+    assert (graded / "hw/optimization_toolkit.py").read_bytes() == b"x = 1\n"
+    assert os.listdir(ag / "submission") == [] and stat.S_IMODE((ag / KEPT).stat().st_mode) == 0o700
+    (ag / "submission" / "placeholder.ipynb").write_text("{}")  # Otter's, after run_otter.py took it
+    assert take_submission(ag) == graded and (ag / "submission" / "placeholder.ipynb").is_file()
+
+
+def test_what_intake_cannot_choose_is_kept_whole_for_grader_grades_own_message(tmp_path):
+    from grader.intake import IntakeError, read_submission
+
+    ag = autograder_dir(tmp_path, {"a.py": b"", "b.py": b"", ".OTTER_LOG": b"pickle"})
+    graded = take_submission(ag)
+    assert graded == ag / KEPT / "received" and os.listdir(ag / "submission") == []
+    with pytest.raises(IntakeError, match="found several .py files in the submission"):
+        read_submission(graded)
+
+
+@pytest.mark.parametrize("zips", [True, False])
+def test_a_zip_is_read_in_memory_when_otter_would_have_unpacked_it(tmp_path, zips):
+    ag = autograder_dir(tmp_path, {})
+    write_zip(ag / "submission" / "sub.zip", {"hw/optimization_toolkit.py": b"x = 1\n", ".OTTER_LOG": b""})
+    (ag / "source").mkdir()
+    (ag / "source" / "otter_config.json").write_text(json.dumps({"zips": zips}))
+    graded = take_submission(ag)
+    if zips:
+        assert files_under(ag / KEPT) == ["module/hw/optimization_toolkit.py"]
+    else:  # Gradescope unpacks a submitted zip itself: one left in the folder is not the submission
+        assert graded == ag / KEPT / "received" and files_under(graded) == ["sub.zip"]
 
 
 def test_the_plugin_gives_otters_kernel_nothing_of_the_submission():
