@@ -1,6 +1,8 @@
 """Running the suites: pytest in a child process against one submission, read back through
 pytest-json-report into one record per test (exercise, suite, outcome, the property it checks, the
-failure message). A test that the run was expected to hold but did not report counts as failed.
+failure message). A test that the run was expected to hold but did not report counts as failed. A run
+that leaves no readable report (missing, empty, truncated: a full disk, say), or that pytest itself
+could not finish, is a failure of the grading (`GradingCrashed`), never a run whose tests all failed.
 """
 
 from __future__ import annotations
@@ -47,6 +49,17 @@ class SuiteRunError(KitError):
         self.records = list(records)
 
 
+class GradingCrashed(SuiteRunError):
+    """The run left no record of its tests that can be trusted: its report missing, empty, truncated or
+    not pytest-json-report's, or pytest's own failure (interrupted, internal or usage error). The
+    grading failed, not the submission: nothing it reported may be scored. `detail`, the end of what
+    pytest printed, is for the instructor's log only (it may quote hidden checks' failures)."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
 INTERRUPT_GRACE = 15.0  # seconds a cut run has to write the report of the tests that ran
 
 
@@ -78,13 +91,16 @@ def run_suites(
         ]  # fmt: skip
         env = _bytecode(root, dict(os.environ, PYTHONHASHSEED="0"))
         run, cut = _run_within(command, root, env, timeout)
-        report = _read_report(report_path)
+        report, problem = _read_report(report_path)
+    if report is None:
+        why = f"the test run's report (pytest-json-report's) was {problem}"
+        if cut:
+            why = f"the suites did not finish within {timeout:g} s, and {why}"
+        raise GradingCrashed(why, _tail(run))
     if cut:
         raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
-    if report is None:
-        raise SuiteRunError("the test run wrote no readable report: " + _tail(run))
-    if report.get("exitcode") in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
-        raise SuiteRunError(f"pytest exited with {report['exitcode']}: " + _tail(run))
+    if report["exitcode"] in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
+        raise GradingCrashed(f"pytest exited with {report['exitcode']}", _tail(run))
     return _records(report)
 
 
@@ -132,13 +148,28 @@ def _run_within(
         return subprocess.CompletedProcess(command, process.returncode, out, err), True
 
 
-def _read_report(path: Path) -> dict | None:
-    """pytest-json-report's report, or None where the run wrote none (or a cut run left it unfinished)."""
+def _read_report(path: Path) -> tuple[dict | None, str]:
+    """pytest-json-report's report; else None and what was wrong with it ("missing", "empty", ...): the
+    run wrote none, could not write it whole (a full disk), or was killed while writing it."""
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return report if isinstance(report, dict) else None
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as error:
+        return None, f"unreadable ({error.strerror})"
+    if not text.strip():
+        return None, "empty"
+    try:
+        report = json.loads(text.decode("utf-8"))
+    except ValueError:
+        return None, "cut short or corrupt (not JSON)"
+    well_formed = (
+        isinstance(report, dict)
+        and isinstance(report.get("exitcode"), int)
+        and isinstance(report.get("tests"), list)
+        and all(isinstance(t, dict) and isinstance(t.get("nodeid"), str) for t in report["tests"])
+    )
+    return (report, "") if well_formed else (None, "not a pytest-json-report report")
 
 
 def _records(report: dict | None) -> list[TestRecord]:
