@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from grader.intake import IntakeError, Submission, read_submission
+from grader.intake import ESCAPED_NOTE, IntakeError, Submission, printable, read_submission
 from grader.isolation import protect_kit
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
 from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
@@ -209,6 +209,7 @@ class _EchoOutput:
         self.sandbox = sandbox
         self._offset = 0
         self._handle: Any = None  # opened at the first call after the worker made the file, then kept
+        self._noted = False  # whether it said that it escaped what the worker printed
 
     def send(self, message: dict) -> dict:
         try:
@@ -232,8 +233,13 @@ class _EchoOutput:
         except OSError:
             return
         self._offset += len(printed)
-        if printed:
-            sys.stdout.write(printed.decode("utf-8", "replace"))
+        if printed:  # a terminal's with -s: control characters and escapes shown, not obeyed
+            text = printed.decode("utf-8", "replace")
+            shown = printable(text)
+            if shown != text and not self._noted:
+                self._noted = True
+                sys.stdout.write(f"({ESCAPED_NOTE})\n")
+            sys.stdout.write(shown)
             sys.stdout.flush()
 
 
