@@ -60,6 +60,11 @@ class GradingCrashed(SuiteRunError):
         self.detail = detail
 
 
+_KIT_FAULTS = {  # pytest's exits that are the kit's or the machine's fault, never the submission's
+    2: "the test run was interrupted",
+    3: "the test run stopped on an internal error (the machine's: a sandbox not set up, say)",
+    4: "pytest could not start the test run",
+}
 INTERRUPT_GRACE = 15.0  # seconds a cut run has to write the report of the tests that ran
 
 
@@ -99,8 +104,9 @@ def run_suites(
         raise GradingCrashed(why, _tail(run))
     if cut:
         raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
-    if report["exitcode"] in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
-        raise GradingCrashed(f"pytest exited with {report['exitcode']}", _tail(run))
+    if report["exitcode"] in _KIT_FAULTS:
+        code = report["exitcode"]
+        raise GradingCrashed(f"{_KIT_FAULTS[code]} (pytest's exit code {code})", _tail(run))
     return _records(report)
 
 
