@@ -8,16 +8,20 @@ results.json with its control characters escaped."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
 import re
+import tempfile
+import types
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import grader.grading
 from grader.cli import main
 from grader.grading import GRADING_FAILED, kit_manifest
 from grader.inventory import load_inventory
@@ -256,3 +260,47 @@ def test_escapes_a_submission_prints_never_reach_the_terminal_or_results_json(tm
     document = json.loads(out.read_text(encoding="utf-8"))
     assert controls(json.dumps(document, ensure_ascii=False)) == []  # what Gradescope shows
     assert "ValueError" in json.dumps(document)  # the exception is still reported
+
+
+def test_a_worker_log_on_a_full_disk_costs_no_check(
+    tmp_path: Path, full_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # grading's own scratch folder (where the workers' output is logged for the instructor) on a full
+    # disk, the test run's report on a disk with room: what the submission printed is lost, never a check
+    monkeypatch.setattr(
+        grader.grading,
+        "tempfile",
+        types.SimpleNamespace(
+            TemporaryDirectory=functools.partial(tempfile.TemporaryDirectory, dir=full_disk)
+        ),
+    )
+    submission = tmp_path / "optimization_toolkit.py"
+    submission.write_text(REFERENCE_TEXT + "\nprint('working on it')\n", encoding="utf-8")
+    out = tmp_path / "results.json"
+    code, stdout, stderr = grade_cli(str(submission), "-o", str(out), "--exercise", "8")
+    document = json.loads(out.read_text(encoding="utf-8"))
+    print(f"score with the worker log on a full disk: {document['score']}")
+    assert code == 0 and document["score"] == 3.0, stdout + stderr
+
+
+def test_a_sandbox_that_cannot_be_set_up_on_a_full_disk_is_a_failed_grading(
+    tmp_path: Path, full_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the suites' pytest (a child) makes its workers' folders on the full disk: a plugin points its
+    # tempfile there (TMPDIR alone would not do: Python passes over a temporary folder it cannot write)
+    (tmp_path / "optlab_full_tmp.py").write_text(
+        "import os, tempfile\n\n\ndef pytest_configure(config):\n"
+        "    tempfile.tempdir = os.environ['OPTLAB_TEST_FULL_DISK']\n",
+        encoding="utf-8",
+    )
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    monkeypatch.setenv("PYTHONPATH", path)
+    monkeypatch.setenv("PYTEST_PLUGINS", "optlab_full_tmp")
+    monkeypatch.setenv("OPTLAB_TEST_FULL_DISK", str(full_disk))
+    out = tmp_path / "results.json"
+    code, stdout, stderr = grade_cli(str(KIT / REFERENCE), "-o", str(out), "--exercise", "8")
+    document = json.loads(out.read_text(encoding="utf-8"))
+    print(f"reference with its workers on a full disk: exit {code}, {document['extra_data']}")
+    assert code == GRADING_FAILED, stdout + stderr
+    assert document["extra_data"]["grading_failed"].startswith("the test run stopped on an internal error")
+    assert "No space left on device" in stderr  # the instructor's log says why
