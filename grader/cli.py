@@ -302,7 +302,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
         if str(interrupted) not in ("", "SIGINT", "SIGTERM"):  # stopped for a reason of its own
-            print(f"{PROG}: {interrupted}", file=sys.stderr)
+            _say(f"{PROG}: {interrupted}", file=sys.stderr)
         print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
               f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
               "run again to grade the rest", file=sys.stderr)  # fmt: skip

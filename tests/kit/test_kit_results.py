@@ -13,6 +13,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import types
 import unicodedata
@@ -304,3 +306,20 @@ def test_a_sandbox_that_cannot_be_set_up_on_a_full_disk_is_a_failed_grading(
     assert code == GRADING_FAILED, stdout + stderr
     assert document["extra_data"]["grading_failed"].startswith("the test run stopped on an internal error")
     assert "No space left on device" in stderr  # the instructor's log says why
+
+
+def test_the_worker_echo_shows_escapes_without_obeying_them(tmp_path: Path) -> None:
+    # what a call printed is echoed to pytest's output (a terminal's with -s): a TA's or a student's run
+    submission = tmp_path / "optimization_toolkit.py"
+    printing = REFERENCE_TEXT.replace("    m = max(xs)\n", f"    print({ESCAPES!r})\n    m = max(xs)\n", 1)
+    submission.write_text(printing, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/visible/test_ex08_softmax.py", f"--submission={submission}",
+         "-s", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=KIT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    print(f"control characters echoed: {len(controls(run.stdout + run.stderr))}")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert controls(run.stdout + run.stderr) == []
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in run.stdout  # seen
+    assert run.stdout.count("control characters and escape sequences") <= 2  # said once per worker
