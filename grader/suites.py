@@ -2,7 +2,8 @@
 pytest-json-report into one record per test (exercise, suite, outcome, the property it checks, the
 failure message). A test that the run was expected to hold but did not report counts as failed. A run
 that leaves no readable report (missing, empty, truncated: a full disk, say), or that pytest itself
-could not finish, is a failure of the grading (`GradingCrashed`), never a run whose tests all failed.
+could not finish, is a failure of the grading (`GradingCrashed`), never a run whose tests all failed. A
+run cut at its time limit is the run's own time spent: what it reported counts, nothing where it left none.
 """
 
 from __future__ import annotations
@@ -97,13 +98,10 @@ def run_suites(
         env = _bytecode(root, dict(os.environ, PYTHONHASHSEED="0"))
         run, cut = _run_within(command, root, env, timeout)
         report, problem = _read_report(report_path)
-    if report is None:
-        why = f"the test run's report (pytest-json-report's) was {problem}"
-        if cut:
-            why = f"the suites did not finish within {timeout:g} s, and {why}"
-        raise GradingCrashed(why, _tail(run))
-    if cut:
+    if cut:  # the run's own time spent: what it reported counts (nothing, where it was cut too soon)
         raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
+    if report is None:
+        raise GradingCrashed(f"the test run's report (pytest-json-report's) was {problem}", _tail(run))
     if report["exitcode"] in _KIT_FAULTS:
         code = report["exitcode"]
         raise GradingCrashed(f"{_KIT_FAULTS[code]} (pytest's exit code {code})", _tail(run))
@@ -178,7 +176,7 @@ def _read_report(path: Path) -> tuple[dict | None, str]:
     return (report, "") if well_formed else (None, "not a pytest-json-report report")
 
 
-def _records(report: dict | None) -> list[TestRecord]:
+def _records(report: dict | None) -> list[TestRecord]:  # None: a cut run that left no report
     return [_record(test) for test in (report or {}).get("tests", [])]
 
 
