@@ -116,7 +116,7 @@ def _run(
 def _failed(crash: Exception, out: Path, seconds: float) -> Graded:
     """A failed grading: results.json says so (OSError if even that cannot be written)."""
     if isinstance(crash, OSError):
-        reason = f"the grader could not write its scratch files ({crash.strerror or crash})"
+        reason = f"the grader could not set up or read back the test run ({crash.strerror or crash})"
         failed = f"{reason}: {crash.filename}" if crash.filename else reason
     else:
         reason = str(crash)
