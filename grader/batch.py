@@ -9,6 +9,13 @@ manifest and reference, and the options that change a grade (--exercise, --call-
 submission whose folder holds a completed grading under the same key, unless forced. A grading that
 timed out or crashed is tried again on the next run.
 
+A grading crashed when its child did not end with a results.json of a grading: killed, an error, or a
+results.json that says the grading failed (the test run's report missing, empty or cut short: a full
+disk; `grader grade` exits with GRADING_FAILED then). It is never a completed zero: the batch grades it
+once more at the end of the run, and a second crash is reported as crashed, without points. A results
+folder that cannot be written (results.json, batch.json) is a crash too, with the reason, and the row
+is kept.
+
 A child that runs past the wall-clock bound, and every child when the batch is interrupted (Ctrl-C, or
 SIGTERM), is stopped: SIGINT to its pytest (which then closes the sandbox), then after a grace period
 SIGKILL to its process group and to every process that was below it (a worker has a session of its own).
@@ -21,6 +28,7 @@ deciding what to grade, and recording how each grading went (`record_grading`), 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from grader import __version__
-from grader.grading import SUBMISSION_SECONDS
+from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS
+from grader.intake import printable
 from grader.inventory import INVENTORY
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
 from grader.results import unscored_document, write_results
@@ -87,11 +96,15 @@ class Outcome:
     document: dict  # its results.json
     seconds: float  # wall-clock time of its child
     skipped: bool = False  # graded by an earlier run
+    attempts: int = 1  # gradings this run: 2 where the first crashed
 
     @property
     def grading_status(self) -> str:
         """The status as grades.csv writes it: "completed", "crashed: <reason>", ..."""
-        return self.status if self.status == COMPLETED else f"{self.status}: {self.reason}"
+        if self.status == COMPLETED:
+            return self.status
+        again = " (graded twice, crashed both times)" if self.status == CRASHED and self.attempts > 1 else ""
+        return f"{self.status}: {self.reason}{again}"
 
     @property
     def failed(self) -> bool:
@@ -195,19 +208,26 @@ def run_batch(
     if progress is not None:
         progress.start(len(todo))
     graded: list[Outcome] = []
+    keys = {entry.file: key for entry, key in todo}  # entries not yet graded again
+    again: list[tuple[Entry, str]] = []  # crashed once: graded again once the rest is done
 
     def finished(outcome: Outcome) -> None:
+        file = outcome.entry.file
+        if outcome.status == CRASHED and file in keys:
+            again.append((outcome.entry, keys.pop(file)))
+            graded.append(outcome)  # kept as it is should the batch be stopped before the second try
+            return
+        if file not in keys:
+            outcome = dataclasses.replace(outcome, attempts=2)
+            _record_attempts(submission_folder(options.results_dir, outcome.entry), 2)
         graded.append(outcome)
         if progress is not None:
             progress.done(outcome)
 
     try:
-        if options.cluster is None:
-            _grade_all(root, todo, options, finished)
-        else:
-            from grader.cluster import grade_on_cluster
-
-            grade_on_cluster(root, todo, options, finished)
+        _grade_with_engine(root, todo, options, finished)
+        if again:
+            _grade_with_engine(root, list(again), options, finished)
     except KeyboardInterrupt as stop:
         done = {**kept, **{o.entry.file: o for o in graded}}
         reason = "the batch was interrupted before it was graded: run grader batch again"
@@ -218,6 +238,18 @@ def run_batch(
             progress.stop()
     done = {**kept, **{o.entry.file: o for o in graded}}
     return [done[e.file] for e in entries]
+
+
+def _grade_with_engine(
+    root: Path, todo: list[tuple[Entry, str]], options: BatchOptions, done: Callable[[Outcome], None]
+) -> None:
+    """Grade `todo` where the options say: this machine's pool, or a Dask cluster."""
+    if options.cluster is None:
+        _grade_all(root, todo, options, done)
+    else:
+        from grader.cluster import grade_on_cluster
+
+        grade_on_cluster(root, todo, options, done)
 
 
 def grade_command(root: Path, submission: Path, out: Path, options: BatchOptions) -> list[str]:
@@ -261,7 +293,13 @@ def _grade_all(
         try:
             while waiting or running:
                 while waiting and len(running) < options.jobs:
-                    running.append(_start(root, *waiting.popleft(), options))
+                    entry, key = waiting.popleft()
+                    try:
+                        running.append(_start(root, entry, key, options))
+                    except OSError as error:  # its folder or grade.log cannot be made (a full disk)
+                        outcome = _unstarted(entry, key, error, options)
+                        outcomes.append(outcome)
+                        done(outcome)
                 for job in [j for j in running if _tend(j, options)]:
                     running.remove(job)
                     outcome = _finish(job, options)
@@ -271,6 +309,14 @@ def _grade_all(
         finally:
             _stop_all(running)
     return outcomes
+
+
+def _unstarted(entry: Entry, key: str, error: OSError, options: BatchOptions) -> Outcome:
+    """The outcome of a grading whose child could not be started: crashed, and why."""
+    where = f"{error.filename}: " if error.filename else ""
+    why = f"its grading could not be started: {where}{error.strerror or error}"
+    graded = Graded(None, None, False, 0.0, failure=why)
+    return record_grading(entry, key, submission_folder(options.results_dir, entry), graded, options)
 
 
 def grade_one(
@@ -440,7 +486,11 @@ def _ended(job: _Job) -> Graded:
     _kill(job)  # what a stopped child left behind (a worker whose pytest was killed before it closed it)
     _cap_log(job.folder / GRADE_LOG)
     code = job.process.returncode
-    document = read_results(job.new_results) if code == 0 and not job.timed_out else None
+    # a grading that failed says why in its results.json (which says it is no score): read for the reason
+    readable = code in (0, GRADING_FAILED) and not job.timed_out
+    document = read_results(job.new_results) if readable else None
+    if code == GRADING_FAILED and not (document or {}).get("extra_data", {}).get("grading_failed"):
+        document = None
     job.new_results.unlink(missing_ok=True)
     return Graded(document, code, job.timed_out, seconds)
 
@@ -448,28 +498,62 @@ def _ended(job: _Job) -> Graded:
 def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options: BatchOptions) -> Outcome:
     """Write how grading `entry` went into its folder (results.json, batch.json; its grade.log is there
     already), as a later run reads it back (`kept_outcome`), and return its outcome. The results.json
-    it replaces is kept as results.previous.json, for the regrade preview."""
-    document = graded.document
-    if (folder / RESULTS).is_file():
-        os.replace(folder / RESULTS, folder / PREVIOUS_RESULTS)
-    status: Status
-    if document is not None:
-        ungraded = document.get("extra_data", {}).get("ungraded")
-        status, reason = (UNGRADED, ta_reason(entry, document)) if ungraded else (COMPLETED, "")
-    else:
-        if graded.timed_out:
-            status = TIMED_OUT
-            reason = graded.failure or f"grading took longer than {options.timeout:g} s and was stopped"
-        else:
-            status = CRASHED
-            reason = graded.failure or _crash_reason(graded.returncode, folder / GRADE_LOG)
-        document = unscored_document(f"Grading {status}: {reason}.", execution_time=graded.seconds)
-    write_results(document, folder / RESULTS)
+    of a completed grading that it replaces is kept as results.previous.json, for the regrade preview.
+    A folder that cannot be written makes the outcome crashed, with the reason (the row is kept)."""
+    status, reason, document = _judged(entry, folder, graded, options)
     record = {"key": key, "status": status, "reason": reason, "seconds": round(graded.seconds, 3)}
     if graded.worker:
         record["worker"] = graded.worker
-    _write_json(folder / BATCH_RECORD, {**record, "file": entry.file})
+    try:
+        _keep_previous(folder)
+        write_results(document, folder / RESULTS)
+        _write_json(folder / BATCH_RECORD, {**record, "file": entry.file})
+    except OSError as error:
+        with contextlib.suppress(OSError):  # no record: a later run grades it again
+            (folder / BATCH_RECORD).unlink(missing_ok=True)
+        status, reason = CRASHED, f"its results could not be written in {folder}: {error.strerror or error}"
+        document = unscored_document(f"Grading {status}: {reason}.", execution_time=graded.seconds)
     return Outcome(entry, status, reason, document, graded.seconds)
+
+
+def _judged(entry: Entry, folder: Path, graded: Graded, options: BatchOptions) -> tuple[Status, str, dict]:
+    """The status of a grading, why (but for completed), and the results.json to keep."""
+    document = graded.document
+    failed = (document or {}).get("extra_data", {}).get("grading_failed")
+    if document is not None and not failed:
+        ungraded = document.get("extra_data", {}).get("ungraded")
+        return (UNGRADED, ta_reason(entry, document), document) if ungraded else (COMPLETED, "", document)
+    status: Status
+    if graded.timed_out:
+        status = TIMED_OUT
+        reason = graded.failure or f"grading took longer than {options.timeout:g} s and was stopped"
+    else:
+        status = CRASHED
+        reason = (
+            f"the grading failed: {failed}"
+            if failed
+            else graded.failure or _crash_reason(graded.returncode, folder / GRADE_LOG)
+        )
+    return status, reason, unscored_document(f"Grading {status}: {reason}.", execution_time=graded.seconds)
+
+
+def _keep_previous(folder: Path) -> None:
+    """The results.json about to be replaced, as results.previous.json where it holds a completed (or
+    ungraded) grading; a failed one is simply replaced, keeping the last real one for the preview."""
+    try:
+        status = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        status = None
+    (folder / BATCH_RECORD).unlink(missing_ok=True)  # until the new one is written: no stale record
+    if (folder / RESULTS).is_file() and status in KEPT:
+        os.replace(folder / RESULTS, folder / PREVIOUS_RESULTS)
+
+
+def _record_attempts(folder: Path, attempts: int) -> None:
+    """Note in batch.json how many gradings this run made (best effort: it changes no status)."""
+    with contextlib.suppress(OSError, ValueError):
+        record = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8"))
+        _write_json(folder / BATCH_RECORD, {**record, "attempts": attempts})
 
 
 def ta_reason(entry: Entry, document: dict) -> str:
@@ -501,6 +585,8 @@ def _crash_reason(code: int | None, log: Path) -> str:
         how = f"the grader was killed by {signal.Signals(-code).name}"
     elif code == 0:
         how = "the grader wrote no readable results.json"
+    elif code == 120:  # Python's exit when it cannot flush its output at exit
+        how = "the grader could not write its output (grade.log: is the disk full?)"
     else:
         how = f"the grader exited with code {code}"
     last = _last_line(log)
@@ -515,7 +601,7 @@ def _last_line(log: Path) -> str:
     except OSError:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    return lines[-1][:300] if lines else ""  # shown escaped wherever it is shown (grader.intake.printable)
 
 
 def _cap_log(log: Path) -> None:
@@ -593,12 +679,9 @@ class BarProgress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1, failed=self.failed)
         else:
-            score = points_text(outcome.document.get("score", 0))
-            print(
-                f"[{self.count}/{self.total}] {outcome.entry.file}: {score} ({outcome.grading_status})",
-                file=sys.stderr,
-                flush=True,
-            )
+            score = points_text(outcome.document.get("score", 0)) if outcome.status != CRASHED else "no score"
+            line = f"[{self.count}/{self.total}] {outcome.entry.file}: {score} ({outcome.grading_status})"
+            print(printable(line, lines=False), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self._bar is not None:

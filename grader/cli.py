@@ -1,6 +1,11 @@
 """The `grader` command line (also `python -m grader`): parse arguments, run a command, map errors to exits.
 
-Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on stderr, never a traceback).
+Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on stderr, never a traceback),
+3 the grading failed (`grader grade`: its results.json says why, and says it is no score).
+
+Text a submission controls (what it printed, file and folder names, statuses and reasons, export names)
+reaches the terminal only through `_say`, escaped by grader.intake.printable; the first time anything
+was escaped, a line says so.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from grader.errors import KitError
-from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
+from grader.grading import GRADING_FAILED, RUN_SECONDS, SUBMISSION_SECONDS, grade
+from grader.intake import ESCAPED_NOTE, printable
 from grader.isolation import machine_layers
 from grader.layout import find_root
 from grader.scoring import points_text
@@ -34,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); returns the exit code."""
     args = build_parser().parse_args(argv)
     root = args.root if args.root is not None else find_root(Path.cwd())
+    _escapes_said.clear()
     try:
         return args.run(args, root)
     except KitError as error:
@@ -208,11 +215,20 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if args.run_timeout <= 0:
         return _fail("--run-timeout must be positive")
     print(machine_layers().summary())
-    graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
-    print(graded.document["output"])
+    try:
+        graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+    except OSError as error:  # results.json itself could not be written (a full disk)
+        where = error.filename or args.output
+        _say(f"{PROG}: error: the grading failed: {where}: {error.strerror or error}", file=sys.stderr)
+        return GRADING_FAILED
+    _say(graded.document["output"], lines=True)
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
-        print(graded.printed[:2000])
+        _say(graded.printed[:2000], lines=True)
+    if graded.failed:
+        _say(f"{PROG}: error: the grading failed, no score was given: {graded.failed}", file=sys.stderr)
+        print(f"{PROG}: wrote {args.output} (it says the grading failed)")
+        return GRADING_FAILED
     possible = graded.document["extra_data"].get("points_possible")
     if possible is not None:  # the summary above is what students see at once; this is the grade
         score = f"{points_text(graded.document['score'])} / {points_text(possible)}"
@@ -253,8 +269,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
             skipped = f" (skipped, not submissions: {_names(roster.skipped)})" if roster.skipped else ""
             return _fail(f"{args.source}: no submissions in it{skipped}: give the folder that holds them")
         if roster.skipped:
-            print(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
-                  f"submission: {_names(roster.skipped)}")  # fmt: skip
+            _say(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
+                 f"submission: {_names(roster.skipped)}")  # fmt: skip
         if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
             print(machine_layers().summary())
         try:
@@ -264,6 +280,10 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
         except KeyboardInterrupt:  # before the batch began
             print(f"{PROG}: interrupted before grading began", file=sys.stderr)
             return 130
+        # while an export's unpacked submissions are still there to read
+        pairs = (
+            None if interrupted else _batch_similarity(root, manifest, roster.entries, grades.parent, title)
+        )
     if interrupted is not None:
         title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
     identity = kit_identity(root, options)
@@ -272,21 +292,17 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises, outcomes, options)
     write_rows(grades, rows, manifest.exercises)
     analysis = item_analysis(outcomes, manifest.exercises)
-    pairs = (
-        _batch_similarity(root, manifest, roster.entries, grades.parent, title)
-        if interrupted is None
-        else None
-    )
     written = write_report(grades.parent, analysis, title, changes, pairs)
     if pairs is not None:
         from grader.similarity import SIMILARITY_HTML
 
         written.append(grades.parent / SIMILARITY_HTML)
     _print_batch(outcomes, roster.skipped)
+    _note_escaped_in_files(outcomes)
     print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
     if interrupted is not None:
         if str(interrupted) not in ("", "SIGINT", "SIGTERM"):  # stopped for a reason of its own
-            print(f"{PROG}: {interrupted}", file=sys.stderr)
+            _say(f"{PROG}: {interrupted}", file=sys.stderr)
         print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
               f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
@@ -345,7 +361,7 @@ def _regrade_preview(
     if changes:
         print(f"{PROG}: {_count(len(changes), 'grade')} change against {against}:")
         for change in changes[:30]:
-            print(f"  {change_text(change)}")
+            _say(f"  {change_text(change)}")
         if len(changes) > 30:
             print(f"  ... and {len(changes) - 30} more (see the report)")
     else:
@@ -384,7 +400,7 @@ def _run_similarity(args: argparse.Namespace, root: Path) -> int:
     found = f"{len(pairs)} pair(s) at or above {args.threshold:g}"
     print(f"{PROG}: {len(roster.entries)} submissions compared in {seconds:.1f} s: {found}")
     for pair in pairs[:20]:
-        print(f"  {pair.first} & {pair.second}: {100 * pair.similarity:.0f}%")
+        _say(f"  {pair.first} & {pair.second}: {100 * pair.similarity:.0f}%")
     print(f"{PROG}: wrote {args.output}")
     return 0
 
@@ -441,7 +457,7 @@ def _print_batch(outcomes: Sequence[Outcome], skipped: Sequence[tuple[str, str]]
         line += f"; {_count(len(skipped), 'entry', 'entries')} skipped (not submissions)"
     print(line)
     for outcome in failed[:20]:
-        print(f"  {outcome.entry.file}: {outcome.grading_status}")
+        _say(f"  {outcome.entry.file}: {outcome.grading_status}")
     if len(failed) > 20:
         print(f"  ... and {len(failed) - 20} more (see grades.csv)")
 
@@ -456,5 +472,36 @@ def _names(skipped: Sequence[tuple[str, str]], shown: int = 8) -> str:
 
 
 def _fail(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    _say(f"{PROG}: error: {message}", file=sys.stderr)
     return 2
+
+
+_escapes_said: set[str] = set()  # the streams told that something was escaped, this command
+
+
+def _say(text: str, lines: bool = False, file: TextIO | None = None) -> None:
+    """Print `text`, which may hold text a submission controls, escaped (grader.intake.printable): one
+    line, unless `lines` keeps its newlines; the first time anything on a stream is escaped, a line
+    says so first."""
+    out = file if file is not None else sys.stdout
+    shown = printable(text, lines)
+    if shown != text:
+        _note_escaped(out)
+    print(shown, file=out)
+
+
+def _note_escaped(out: TextIO) -> None:
+    """The line that says, once per stream, that text from submissions was escaped."""
+    stream = "stderr" if out is sys.stderr else "stdout"
+    if stream not in _escapes_said:
+        _escapes_said.add(stream)
+        print(f"{PROG}: note: {ESCAPED_NOTE}", file=out)
+
+
+def _note_escaped_in_files(outcomes: Sequence[Outcome]) -> None:
+    """Say once, where grades.csv or the report holds text from submissions that was escaped, that it
+    does (the names, emails, sids and statuses of its rows)."""
+    people = [str(value) for o in outcomes for p in o.entry.submitters for value in vars(p).values()]
+    texts = [*(o.entry.file for o in outcomes), *(o.grading_status for o in outcomes), *people]
+    if any(printable(text, False) != text for text in texts):
+        _note_escaped(sys.stdout)

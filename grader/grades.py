@@ -4,9 +4,11 @@ Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (f
 metadata; empty when unknown, several submitters joined by "; "), one column per exercise (its label,
 "8 softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct`
 (0 to 100) and `grading_status` (completed, or ungraded / timed out / crashed with the reason). A
-submission that was not graded earns 0 everywhere; its status says why. One that an interrupted batch
-did not reach has empty points (no grade yet, not a zero) and the status "interrupted: ...". Last,
-`kit_version` and `inventory_hash`: what the row was graded with.
+submission that was not graded earns 0 everywhere; its status says why. One whose grading crashed (twice:
+the batch grades it again once), or that an interrupted batch did not reach, has empty points (no grade
+yet, not a zero) and the status "crashed: ..." or "interrupted: ...". Last, `kit_version` and
+`inventory_hash`: what the row was graded with. Every cell is written through grader.intake.printable
+(no control character or escape sequence from a submission or an export) and never starts a formula.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
 much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json
@@ -22,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import INTERRUPTED, Outcome
+from grader.batch import CRASHED, INTERRUPTED, Outcome
 from grader.errors import KitError
+from grader.intake import printable
 from grader.manifest import Exercise
 from grader.scoring import points_text
 
@@ -84,7 +87,7 @@ def grade_row(
         "percent_correct": _number(round(100 * total / possible, 2) if possible else 0.0),
         "grading_status": outcome.grading_status,
     }
-    if outcome.status == INTERRUPTED:
+    if outcome.status in (INTERRUPTED, CRASHED):  # no grade yet: never a zero it did not earn
         row.update({key: "" for key in [*(e.label for e in exercises), *TOTALS[:3]]})
     row.update({key: str((kit or {}).get(key, "")) for key in KIT})
     return {key: _safe_cell(value) for key, value in row.items()}
@@ -118,7 +121,9 @@ def _number(value: float) -> str:
 
 
 def _safe_cell(value: str) -> str:
-    """Text a spreadsheet would take for a formula gets a leading apostrophe; numbers stay numbers."""
+    """One line, its control characters escaped; text a spreadsheet would take for a formula gets a
+    leading apostrophe; numbers stay numbers."""
+    value = printable(value, lines=False)
     if value.startswith(_FORMULA_STARTS) and not _is_number(value):
         return "'" + value
     return value

@@ -95,6 +95,37 @@ def shown(text: str, limit: int = MAX_SHOWN_CHARS, markdown: bool = True) -> str
     return "".join(out)
 
 
+_ESCAPED = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # controls, bidi and zero-width, surrogates, separators
+_ASCII_CONTROLS = {True: re.compile("[\x00-\x08\x0b-\x1f\x7f]"), False: re.compile("[\x00-\x1f\x7f]")}
+ESCAPED_NOTE = (
+    "control characters and escape sequences in text from submissions are shown escaped (ESC as \\x1b), "
+    "never passed on"
+)
+
+
+def printable(text: str, lines: bool = True) -> str:
+    """Text a submission controls (what it printed, a file or folder name, an exception's message, a
+    name in an export), as a terminal, report.html or grades.csv may show it to a TA: every control
+    character (ESC, which starts the sequences that clear a screen, set a window's title or write the
+    clipboard; CR, which rewrites a line; the C1 controls), format character (bidi overrides,
+    zero-width) and line separator is written as Python would escape it ("\\x1b", "\\u202e"), so
+    that it does nothing and is still seen. With `lines`, newlines and tabs are kept (CRLF as a
+    newline); without, they are escaped too (one line). Whoever shows the result says once, where
+    anything was escaped, that it was (ESCAPED_NOTE). Every such text shown to a TA goes through here."""
+    text = str(text)
+    if lines:
+        text = text.replace("\r\n", "\n")
+    if text.isascii():  # the usual case, without a look at each character
+        return _ASCII_CONTROLS[lines].sub(lambda found: _escape(found[0]), text)
+    return "".join(
+        _escape(c) if unicodedata.category(c) in _ESCAPED and not (lines and c in "\n\t") else c for c in text
+    )
+
+
+def _escape(character: str) -> str:
+    return character.encode("unicode_escape").decode("ascii")
+
+
 def _q(name: str) -> str:
     """A submission-chosen name, quoted for a message."""
     return f"'{shown(name)}'"

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from grader.intake import IntakeError, Submission, read_submission
+from grader.intake import ESCAPED_NOTE, IntakeError, Submission, printable, read_submission
 from grader.isolation import protect_kit
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
 from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
-from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox
+from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
 from grader.student import (
     Student,
     in_process_student,
@@ -179,26 +179,38 @@ class OptLab:
                 path, lab, self.reference, self.exercise_of, self.timed_out, broken, self.contract
             )
             return student, lambda: shutil.rmtree(folder, ignore_errors=True)
-        student, sandbox = sandboxed_student(
-            self.intake.source,
-            lab,
-            self.reference,
-            self.exercise_of,
-            self.timed_out,
-            self.limits,
-            broken,
-            self.contract,
-        )
-        student.link = _EchoOutput(sandbox)
-        sandbox.spawn()  # it imports the module while this process goes on
+        try:
+            student, sandbox = sandboxed_student(
+                self.intake.source,
+                lab,
+                self.reference,
+                self.exercise_of,
+                self.timed_out,
+                self.limits,
+                broken,
+                self.contract,
+            )
+            student.link = _EchoOutput(sandbox)
+            sandbox.spawn()  # it imports the module while this process goes on
+        except (
+            OSError,
+            SandboxError,
+        ) as error:  # the machine's fault (a full disk): no check may fail for it
+            pytest.exit(
+                f"optlab: the sandbox could not be set up: {error}", returncode=pytest.ExitCode.INTERNAL_ERROR
+            )
         return student, lambda: self._close(student, sandbox)
 
     def _close(self, student: Student, sandbox: Sandbox) -> None:
         log = self.config.getoption("worker_log")
-        if log:
-            with open(log, "a", encoding="utf-8") as handle:
-                handle.write(sandbox.output())
-        student.close()
+        try:
+            if log:
+                with open(log, "a", encoding="utf-8") as handle:
+                    handle.write(sandbox.output())
+        except OSError as error:  # a full disk: the instructor's log loses this output, never a check
+            sys.stderr.write(f"optlab: what the worker printed was not logged ({error.strerror})\n")
+        finally:
+            student.close()
 
 
 class _EchoOutput:
@@ -209,6 +221,7 @@ class _EchoOutput:
         self.sandbox = sandbox
         self._offset = 0
         self._handle: Any = None  # opened at the first call after the worker made the file, then kept
+        self._noted = False  # whether it said that it escaped what the worker printed
 
     def send(self, message: dict) -> dict:
         try:
@@ -232,8 +245,13 @@ class _EchoOutput:
         except OSError:
             return
         self._offset += len(printed)
-        if printed:
-            sys.stdout.write(printed.decode("utf-8", "replace"))
+        if printed:  # a terminal's with -s: control characters and escapes shown, not obeyed
+            text = printed.decode("utf-8", "replace")
+            shown = printable(text)
+            if shown != text and not self._noted:
+                self._noted = True
+                sys.stdout.write(f"({ESCAPED_NOTE})\n")
+            sys.stdout.write(shown)
             sys.stdout.flush()
 
 

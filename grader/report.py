@@ -29,6 +29,7 @@ from pathlib import Path
 
 from grader.batch import COMPLETED, Outcome
 from grader.grades import Change
+from grader.intake import ESCAPED_NOTE, printable
 from grader.manifest import Exercise
 from grader.scoring import points_text
 
@@ -274,11 +275,19 @@ def report_html(
     pairs: Sequence | None = None,
 ) -> str:
     """The page: summary, charts (inlined as base64 PNG), the exercises (weakest first, highlighted), the
-    checks worth a look, what was not scored. Every text that came from a submission is escaped."""
+    checks worth a look, what was not scored. Every text that came from a submission is escaped (HTML, and
+    control characters: said once, at the top, where there were any)."""
     weak = set(analysis.weakest)
+    untrusted = [
+        *(text for row in analysis.not_scored for text in row),
+        *(c.file for c in changes),
+        *(name for p in pairs or () for name in (p.first, p.second)),
+    ]
+    escaped = any(printable(text, lines=False) != text for text in untrusted)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>",
+        f"<p>Note: {_e(ESCAPED_NOTE)}.</p>" if escaped else "",
         _summary(analysis),
         _changes_section(changes),
         *(f"<h2>{_e(name)}</h2><img alt='{_e(name)}' src='{_data_uri(p)}'>" for name, p in images.items()),
@@ -425,7 +434,9 @@ def _data_uri(path: Path) -> str:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for the page: HTML-escaped, and one line with its control characters shown escaped
+    (grader.intake.printable)."""
+    return html.escape(printable(str(text), lines=False), quote=True)
 
 
 def _n(value: float) -> str:

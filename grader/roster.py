@@ -3,9 +3,11 @@
 A source is a folder whose every entry (a file or a folder) is one submission, or Gradescope's "Export
 Submissions" zip: a folder per submission (`submission_123456/`) beside one `submission_metadata.yml` that
 maps each folder to its submitters (`:name:`, `:email:`, `:sid:`). The zip is unpacked into a scratch
-folder first; a `submission_metadata.yml` inside a submission's own folder is read too. The metadata is
-read by a small reader of the YAML that Gradescope writes (no YAML library). A submission's content
-hash covers the bytes of its files (the metadata file aside), so a resubmission is graded again.
+folder first. Who made a submission comes only from the export's own metadata, at its root: a
+`submission_metadata.yml` inside a student's folder is the student's file, never read (it could name
+anyone); a plain folder without root metadata names its rows by their file and folder names alone. The
+metadata is read by a small reader of the YAML that Gradescope writes (no YAML library). A submission's
+content hash covers the bytes of its files (a metadata file aside), so a resubmission is graded again.
 """
 
 from __future__ import annotations
@@ -89,9 +91,7 @@ def scan_source(source: Path, scratch: Path, exclude: Iterable[Path] = ()) -> Ro
         if why := _not_a_submission(path):
             skipped.append((path.name, why))
             continue
-        own = read_metadata(path / METADATA) if (path / METADATA).is_file() else {}
-        submitters = names.get(path.name) or own.get(path.name) or own.get("") or ()
-        entries.append(Entry(path.name, path, tuple(submitters)))
+        entries.append(Entry(path.name, path, tuple(names.get(path.name, ()))))
     return Roster(tuple(entries), tuple(skipped))
 
 
@@ -162,12 +162,14 @@ def _unpack_member(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, into: Path)
 
 def _export_root(folder: Path) -> Path:
     """The folder holding the submissions: `folder`, or the one folder inside it that an export zip
-    wraps them in (`assignment_123_export/`)."""
+    wraps them in (`assignment_123_export/`: its metadata beside `submission_<n>` folders; a student's
+    own folder holding a metadata file is not an export)."""
     if (folder / METADATA).is_file():
         return folder
     inner = [p for p in folder.iterdir() if p.name not in SKIPPED and not p.name.startswith(".")]
     if len(inner) == 1 and inner[0].is_dir() and (inner[0] / METADATA).is_file():
-        return inner[0]
+        if any(p.is_dir() and _EXPORTED.match(p.name) for p in inner[0].iterdir()):
+            return inner[0]
     return folder
 
 
@@ -176,7 +178,7 @@ def _export_root(folder: Path) -> Path:
 
 def read_metadata(path: Path) -> dict[str, list[Submitter]]:
     """Folder name -> submitters, from a Gradescope `submission_metadata.yml` ("" for a file that lists
-    `:submitters:` at its top, as a submission folder's own file may)."""
+    `:submitters:` at its top, which the batch never reads from a submission's own folder)."""
     return parse_metadata(path.read_text(encoding="utf-8", errors="replace"))
 
 

@@ -9,7 +9,8 @@ Only the exercise functions of each submission are compared (as intake reads the
 it does not compile), and the stub's exercise functions are boilerplate: the docstrings and scaffolding
 every student starts from do not count. A pair is listed when the code one of them shares with the other
 is at least `threshold` of its own exercise code; `similarity.html` shows each such pair side by side,
-the shared code highlighted.
+the shared code highlighted. Names and code reach the page through grader.intake.printable: a control
+character or bidi override in a submission's code (Trojan Source) is shown escaped, not obeyed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import KitError
-from grader.intake import IntakeError, read_submission
+from grader.intake import ESCAPED_NOTE, IntakeError, printable, read_submission
 from grader.manifest import Manifest
 from grader.roster import Entry
 
@@ -111,23 +112,35 @@ def compare(
 
 
 def write_similarity(path: Path, pairs: Sequence[Pair], left_out: Sequence[str], title: str) -> Path:
-    """similarity.html: the pairs, each side by side with the shared code highlighted."""
-    e = html.escape
+    """similarity.html: the pairs, each side by side with the shared code highlighted; names and code
+    with their control characters escaped (said once, at the top, where there were any)."""
+
+    def e(text: str) -> str:
+        return html.escape(printable(text, lines=False))
+
+    views = [tuple(printable(view) for view in pair.views) for pair in pairs]  # already HTML-escaped
+    names = [*(n for pair in pairs for n in (pair.first, pair.second)), *left_out]
+    escaped = any(printable(n, False) != n for n in names) or any(
+        v != original
+        for pair, shown in zip(pairs, views, strict=True)
+        for v, original in zip(shown, pair.views, strict=True)
+    )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{_STYLE}</style>",
         f"</head><body><h1>{e(title)}</h1>",
         "<p>Exercise code only, the stub's scaffolding removed. For TAs: never part of a grade, never shown "
         "to students. A high share is a reason to look, not a finding.</p>",
         f"<p>{len(pairs)} pair(s) at or above the threshold.</p>",
+        f"<p>Note: {e(ESCAPED_NOTE)}.</p>" if escaped else "",
     ]
-    for index, pair in enumerate(pairs, 1):
+    for index, (pair, shown) in enumerate(zip(pairs, views, strict=True), 1):
         parts.append(
             f"<h2 id='pair-{index}'>{e(pair.first)} &amp; {e(pair.second)}: "
             f"{100 * pair.shares[0]:.0f}% / {100 * pair.shares[1]:.0f}% ({pair.tokens} tokens in common)</h2>"
             "<div class='pair'>"
             + "".join(
                 f"<div><h3>{e(name)}</h3><pre>{view}</pre></div>"
-                for name, view in zip((pair.first, pair.second), pair.views, strict=True)
+                for name, view in zip((pair.first, pair.second), shown, strict=True)
             )  # fmt: skip
             + "</div>"
         )

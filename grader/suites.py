@@ -1,6 +1,9 @@
 """Running the suites: pytest in a child process against one submission, read back through
 pytest-json-report into one record per test (exercise, suite, outcome, the property it checks, the
-failure message). A test that the run was expected to hold but did not report counts as failed.
+failure message). A test that the run was expected to hold but did not report counts as failed. A run
+that leaves no readable report (missing, empty, truncated: a full disk, say), or that pytest itself
+could not finish, is a failure of the grading (`GradingCrashed`), never a run whose tests all failed. A
+run cut at its time limit is the run's own time spent: what it reported counts, nothing where it left none.
 """
 
 from __future__ import annotations
@@ -47,6 +50,22 @@ class SuiteRunError(KitError):
         self.records = list(records)
 
 
+class GradingCrashed(SuiteRunError):
+    """The run left no record of its tests that can be trusted: its report missing, empty, truncated or
+    not pytest-json-report's, or pytest's own failure (interrupted, internal or usage error). The
+    grading failed, not the submission: nothing it reported may be scored. `detail`, the end of what
+    pytest printed, is for the instructor's log only (it may quote hidden checks' failures)."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
+_KIT_FAULTS = {  # pytest's exits that are the kit's or the machine's fault, never the submission's
+    2: "the test run was interrupted",
+    3: "the test run stopped on an internal error (the machine's: a sandbox not set up, say)",
+    4: "pytest could not start the test run",
+}
 INTERRUPT_GRACE = 15.0  # seconds a cut run has to write the report of the tests that ran
 
 
@@ -78,13 +97,14 @@ def run_suites(
         ]  # fmt: skip
         env = _bytecode(root, dict(os.environ, PYTHONHASHSEED="0"))
         run, cut = _run_within(command, root, env, timeout)
-        report = _read_report(report_path)
-    if cut:
+        report, problem = _read_report(report_path)
+    if cut:  # the run's own time spent: what it reported counts (nothing, where it was cut too soon)
         raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
     if report is None:
-        raise SuiteRunError("the test run wrote no readable report: " + _tail(run))
-    if report.get("exitcode") in (2, 3, 4):  # interrupted, internal error, usage error: the kit's fault
-        raise SuiteRunError(f"pytest exited with {report['exitcode']}: " + _tail(run))
+        raise GradingCrashed(f"the test run's report (pytest-json-report's) was {problem}", _tail(run))
+    if report["exitcode"] in _KIT_FAULTS:
+        code = report["exitcode"]
+        raise GradingCrashed(f"{_KIT_FAULTS[code]} (pytest's exit code {code})", _tail(run))
     return _records(report)
 
 
@@ -132,16 +152,31 @@ def _run_within(
         return subprocess.CompletedProcess(command, process.returncode, out, err), True
 
 
-def _read_report(path: Path) -> dict | None:
-    """pytest-json-report's report, or None where the run wrote none (or a cut run left it unfinished)."""
+def _read_report(path: Path) -> tuple[dict | None, str]:
+    """pytest-json-report's report; else None and what was wrong with it ("missing", "empty", ...): the
+    run wrote none, could not write it whole (a full disk), or was killed while writing it."""
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return report if isinstance(report, dict) else None
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as error:
+        return None, f"unreadable ({error.strerror})"
+    if not text.strip():
+        return None, "empty"
+    try:
+        report = json.loads(text.decode("utf-8"))
+    except ValueError:
+        return None, "cut short or corrupt (not JSON)"
+    well_formed = (
+        isinstance(report, dict)
+        and isinstance(report.get("exitcode"), int)
+        and isinstance(report.get("tests"), list)
+        and all(isinstance(t, dict) and isinstance(t.get("nodeid"), str) for t in report["tests"])
+    )
+    return (report, "") if well_formed else (None, "not a pytest-json-report report")
 
 
-def _records(report: dict | None) -> list[TestRecord]:
+def _records(report: dict | None) -> list[TestRecord]:  # None: a cut run that left no report
     return [_record(test) for test in (report or {}).get("tests", [])]
 
 

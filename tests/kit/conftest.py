@@ -1,8 +1,14 @@
 """Fixtures of the kit's own tests: a minimal kit tree (manifest + reference) in a temporary folder, and
-the kit's autograder zip (written once for every test of the Otter packaging)."""
+the kit's autograder zip (written once for every test of the Otter packaging), and a full disk."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,3 +59,29 @@ def kit_tree(tmp_path: Path) -> Path:
 def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`grader package`'s autograder.zip of this kit."""
     return write_autograder(KIT, tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture
+def full_disk() -> Iterator[Path]:
+    """A folder on a disk that is full: a 64 KiB tmpfs mounted for the test and filled, as a submission
+    that fills a shared disk leaves it (writes there fail with ENOSPC, even as root). It sits in the
+    system's temporary folder, open to pass through as /tmp is (worker uids can reach it). Mounting needs
+    root, as CI, Docker and Gradescope run; elsewhere the test is skipped."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full disk is simulated with a tmpfs, which only root can mount")
+    disk = Path(tempfile.mkdtemp(prefix="optlab-full-disk-"))
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=1777", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        disk.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        with contextlib.suppress(OSError), open(disk / "filler", "wb", buffering=0) as filler:
+            while True:
+                filler.write(bytes(4096))
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+        with contextlib.suppress(OSError):
+            disk.rmdir()

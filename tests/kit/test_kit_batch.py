@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -174,7 +175,12 @@ def test_a_crash_and_a_hang_get_their_status_and_the_rest_completes(class_batch:
     assert graded["spin.py"]["grading_status"] == (
         f"timed out: grading took longer than {HANG_BOUND:g} s and was stopped"
     )
-    assert graded["crash.py"]["total_points_earned"] == graded["spin.py"]["total_points_earned"] == "0"
+    # a crash of the grading is no score (graded again once, then reported); a hang earns its zero
+    assert graded["crash.py"]["grading_status"].endswith("(graded twice, crashed both times)")
+    assert graded["crash.py"]["total_points_earned"] == graded["crash.py"]["8 softmax"] == ""
+    assert graded["spin.py"]["total_points_earned"] == "0"
+    record = json.loads((class_batch["results"] / "crash.py" / "batch.json").read_text())
+    assert record["status"] == "crashed" and record["attempts"] == 2
     assert "spin.py: timed out" in class_batch["out"] and "crash.py: crashed" in class_batch["out"]
 
 
@@ -632,3 +638,217 @@ def test_exercise_code_is_only_the_exercise_functions() -> None:
     )
     assert code == "@dec\ndef softmax(x):\n    return x\n"
     assert exercise_code("def softmax(:\n", ["softmax"]) == ""
+
+
+# -- a neighbour's full disk: a crash of the grading, graded again, never a completed zero ------------
+
+# A stand-in for `python -m grader` (run in the kit, as a child is) whose gradings of submissions named
+# neighbour-* keep their scratch files (the test run's report among them) on a full disk, as a submission
+# that filled a shared disk leaves it for its neighbours: neighbour-full* always, neighbour-once* only the
+# first time (the disk freed meanwhile). The test run itself, and its workers, are untouched.
+FULL_DISK_GRADER = """\
+import os, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, os.getcwd())
+name = os.path.basename(sys.argv[sys.argv.index("grade") + 1])
+tried = Path(os.environ["OPTLAB_TEST_TRIED"]) / name
+if name.startswith("neighbour-full") or (name.startswith("neighbour-once") and not tried.exists()):
+    tempfile.tempdir = os.environ["OPTLAB_TEST_FULL_DISK"]
+tried.touch()
+from grader.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_neighbours_full_disk_is_a_crash_graded_again_never_a_completed_zero(
+    tmp_path: Path, full_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("ada.py", "neighbour-full.py", "neighbour-once.py"):  # the reference, three times
+        (source / name).write_text(REFERENCE, encoding="utf-8")
+    wrapper = tmp_path / "full_disk_grader.py"
+    wrapper.write_text(FULL_DISK_GRADER, encoding="utf-8")
+    (tmp_path / "tried").mkdir()
+    monkeypatch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+    monkeypatch.setenv("OPTLAB_TEST_FULL_DISK", str(full_disk))
+    monkeypatch.setenv("OPTLAB_TEST_TRIED", str(tmp_path / "tried"))
+    grades = tmp_path / "grades.csv"
+    code, out, err = batch(str(source), "-o", str(grades), "-j", "2", "--exercise", "8")
+    assert code == 0, err
+    graded = rows_of(grades)
+    full, once = graded["neighbour-full.py"], graded["neighbour-once.py"]
+    print(f"neighbour on a full disk: {full['grading_status']!r}, points {full['total_points_earned']!r}")
+    # every check passed, and the report could not be written: no score at all, and the TA told why
+    assert full["grading_status"].startswith(
+        "crashed: the grading failed: the test run's report (pytest-json-report's) was empty"
+    ), full["grading_status"]
+    assert full["grading_status"].endswith("(graded twice, crashed both times)")
+    assert full["total_points_earned"] == full["8 softmax"] == full["percent_correct"] == ""
+    # the disk freed before the second try: graded again, and scored as it deserves
+    assert once["grading_status"] == "completed" and once["percent_correct"] == "100"
+    assert graded["ada.py"]["percent_correct"] == "100"
+    records = {name: json.loads((tmp_path / "grades-results" / name / "batch.json").read_text())
+               for name in graded}  # fmt: skip
+    assert (records["neighbour-full.py"]["status"], records["neighbour-full.py"]["attempts"]) == (
+        "crashed",
+        2,
+    )
+    assert (records["neighbour-once.py"]["status"], records["neighbour-once.py"]["attempts"]) == (
+        "completed", 2,
+    )  # fmt: skip
+    assert "attempts" not in records["ada.py"]
+    document = json.loads((tmp_path / "grades-results" / "neighbour-full.py" / "results.json").read_text())
+    assert document["output"].startswith("**This submission could not be graded.**")
+    assert "Grading crashed: the grading failed" in document["output"]
+    assert "3 submissions: 2 scored, 1 not scored (1 crashed)" in out
+    assert "neighbour-full.py: crashed: the grading failed" in out
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "3 submissions, 2 scored, 1 not scored." in page  # no zero in the class's statistics
+
+    # the next run grades the crashed one again, and keeps the others
+    code, out, _ = batch(str(source), "-o", str(grades), "-j", "2", "--exercise", "8")
+    assert code == 0 and "1 graded now, 2 kept from an earlier run" in out
+
+
+def rows_of(grades: Path) -> dict[str, dict[str, str]]:
+    """grades.csv's rows by file, whatever its exercise columns."""
+    with open(grades, newline="", encoding="utf-8") as handle:
+        return {row["file"]: row for row in csv.DictReader(handle)}
+
+
+def test_results_that_cannot_be_written_make_a_crash_with_the_reason_not_a_lost_row(full_disk: Path) -> None:
+    entry = Entry("ada.py", full_disk / "ada.py")
+    options = grader.batch.BatchOptions(full_disk / "results")
+    completed = {"score": 3.0, "tests": [], "output": "", "extra_data": {"points_possible": 3.0}}
+    outcome = grader.batch.record_grading(
+        entry, "key", full_disk / "ada.py-results", grader.batch.Graded(completed, 0, False, 1.0), options
+    )
+    assert outcome.status == "crashed" and "No space left on device" in outcome.reason, outcome.reason
+    assert "could not be written" in outcome.grading_status
+    assert not (full_disk / "ada.py-results" / "batch.json").exists()  # no record: graded again next run
+    row = grade_row(outcome, [Exercise(8, "softmax", "p", ("softmax",), 3, "after_published", "property")])
+    assert row["total_points_earned"] == "" and row["grading_status"].startswith("crashed: ")
+
+
+def test_a_grader_that_could_not_write_its_output_is_a_crash_that_says_so(tmp_path: Path) -> None:
+    (tmp_path / "grade.log").write_bytes(b"")
+    graded = grader.batch.Graded(None, 120, False, 1.0)  # Python's exit when stdout cannot be flushed
+    outcome = grader.batch.record_grading(
+        Entry("a.py", tmp_path / "a.py"), "k", tmp_path, graded, grader.batch.BatchOptions(tmp_path)
+    )
+    assert outcome.status == "crashed" and "could not write its output (grade.log" in outcome.reason
+
+
+# -- what a TA reads is clean: escapes from submissions, identity from the export alone ----------------
+
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4K\x07\rgrader: score 100\x9b31m\u202e\u2028"
+EVIL_METADATA = f"""\
+submission_101:
+  :submitters:
+  - :name: "Eve {ESCAPES[:20]}"
+    :sid: '1815'
+    :email: eve@example.edu
+submission_102:
+  :submitters:
+  - :name: Ben Bit
+    :sid: '200'
+"""
+OWN_METADATA = """\
+:submitters:
+- :name: Ada Lovelace
+  :sid: '1815'
+  :email: ada@example.edu
+"""
+# A stand-in for `python -m grader` whose grading of submission_103 prints raw escapes and dies: the
+# reason the TA reads is the last line it printed.
+RAW_CRASH_GRADER = f"""\
+import os, sys
+if any(arg.rstrip("/").endswith("submission_103") for arg in sys.argv[1:]):
+    print("boom " + {ESCAPES[:20]!r}, flush=True)
+    os.abort()
+os.execv(sys.executable, [sys.executable, "-m", "grader", *sys.argv[1:]])
+"""
+
+
+def hostile_text(text: str) -> str:
+    """`text` printing escapes at import, with escapes and a bidi override in a comment of softmax."""
+    marked = text.replace("    m = max(xs)\n", "    m = max(xs)  # \u202e\x1b[31m\n", 1)
+    return f"print({ESCAPES!r})\n{marked}"
+
+
+def controls(text: str) -> list[str]:
+    """The control, format and separator characters of `text`, newlines and tabs aside."""
+    return [c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c not in "\n\t"]
+
+
+def test_escapes_from_submissions_reach_no_terminal_and_no_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as zipped:
+        zipped.writestr("assignment_42_export/submission_metadata.yml", EVIL_METADATA)
+        for n in (101, 102):
+            zipped.writestr(
+                f"assignment_42_export/submission_{n}/optimization_toolkit.py", hostile_text(REFERENCE)
+            )
+        zipped.writestr("assignment_42_export/submission_103/optimization_toolkit.py", REFERENCE)
+        zipped.writestr("assignment_42_export/submission_103/submission_metadata.yml", OWN_METADATA)
+    wrapper = tmp_path / "raw_crash_grader.py"
+    wrapper.write_text(RAW_CRASH_GRADER, encoding="utf-8")
+    monkeypatch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+    grades = tmp_path / "out" / "grades.csv"
+    code, out, err = batch(str(tmp_path / "export.zip"), "-o", str(grades), "-j", "2", "--exercise", "8")
+    assert code == 0, err
+    print(f"control characters that reached the terminal: {len(controls(out + err))}")
+    assert controls(out + err) == [], (out + err)[-2000:]
+    assert out.count("grader: note: control characters and escape sequences") == 1  # said once
+    assert (
+        "submission_103: crashed: the grader was killed by SIGABRT (boom \\x1b[2J\\x1b[H" in out
+    )  # seen, escaped
+    written = {
+        name: (grades.parent / name).read_text(encoding="utf-8")
+        for name in ("grades.csv", "report.html", "similarity.html")
+    }
+    folders = grades.parent / "grades-results"
+    for folder in folders.iterdir():
+        written[f"{folder.name}/results.json"] = (folder / "results.json").read_text(encoding="utf-8")
+    written["submission_101/grade.log"] = (folders / "submission_101" / "grade.log").read_text(
+        encoding="utf-8"
+    )
+    for name, text in written.items():
+        assert controls(text) == [], name
+    assert "\\u202e\\x1b[31m" in written["similarity.html"]  # the Trojan Source comment, shown
+    assert "Note: control characters and escape sequences" in written["similarity.html"]
+    assert "Note: control characters and escape sequences" in written["report.html"]
+    graded = rows_of(grades)
+    assert graded["submission_101"]["name"] == "Eve \\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\x1b]5"
+    # identity only from the export's own metadata: submission_103's own file names nobody
+    assert (graded["submission_103"]["name"], graded["submission_103"]["sid"]) == ("", "")
+
+
+def test_a_students_own_metadata_file_never_names_a_row(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"  # a TA's folder of submissions: no metadata at its root
+    for student in ("mallory", "zoe"):
+        (plain / student).mkdir(parents=True)
+        (plain / student / "optimization_toolkit.py").write_text("x = 1\n")
+    (plain / "mallory" / "submission_metadata.yml").write_text(OWN_METADATA)  # claims to be Ada
+    roster = scan_source(plain, tmp_path / "unused")
+    assert [(e.file, e.submitters) for e in roster.entries] == [("mallory", ()), ("zoe", ())]
+
+    alone = tmp_path / "alone"  # one student's folder alone, holding a metadata file: not an export
+    (alone / "mallory").mkdir(parents=True)
+    (alone / "mallory" / "optimization_toolkit.py").write_text("x = 1\n")
+    claim = "optimization_toolkit.py:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n"
+    (alone / "mallory" / "submission_metadata.yml").write_text(claim)  # as if it were an export's root
+    assert [(e.file, e.submitters) for e in scan_source(alone, tmp_path / "unused").entries] == [
+        ("mallory", ())
+    ]
+
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as zipped:  # an export: its root metadata alone
+        zipped.writestr("assignment_42_export/submission_metadata.yml", METADATA)
+        zipped.writestr("assignment_42_export/submission_101/optimization_toolkit.py", "x = 1\n")
+        zipped.writestr("assignment_42_export/submission_103/optimization_toolkit.py", "x = 1\n")
+        zipped.writestr("assignment_42_export/submission_103/submission_metadata.yml", OWN_METADATA)
+    entries = {e.file: e.submitters for e in read_source(tmp_path / "export.zip", tmp_path / "scratch")}
+    assert entries["submission_101"] == (Submitter("Ada Lovelace", "ada@example.edu", "1815"),)
+    assert entries["submission_103"] == ()
