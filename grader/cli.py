@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import KitError
 from grader.grading import RUN_SECONDS, SUBMISSION_SECONDS, grade
-from grader.isolation import machine_layers
+from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
 from grader.layout import find_root
 from grader.scoring import points_text
 
@@ -34,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); returns the exit code."""
     args = build_parser().parse_args(argv)
     root = args.root if args.root is not None else find_root(Path.cwd())
+    if argv is None and args.command in ("grade", "batch") and os.geteuid() == 0:
+        hide_command_line(f"{PROG} {args.command}")  # workers run beside this process: its paths hidden
     try:
         return args.run(args, root)
     except KitError as error:
@@ -208,7 +210,11 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if args.run_timeout <= 0:
         return _fail("--run-timeout must be positive")
     print(machine_layers().summary())
-    graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+    if os.geteuid() == 0:  # the grading's command lines name a copy no worker uid can read
+        with privately(args.submission) as submission:
+            graded = grade(root, submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+    else:
+        graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
     print(graded.document["output"])
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
@@ -257,6 +263,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
                   f"submission: {_names(roster.skipped)}")  # fmt: skip
         if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
             print(machine_layers().summary())
+            if warning := exposed_source_warning(args.source, machine_layers()):
+                print(warning)
         try:
             outcomes = run_batch(root, roster.entries, options, progress)
         except BatchInterrupted as stop:
