@@ -24,6 +24,7 @@ bounded by the tmpfs (none), or by what it writes between two walks.
 from __future__ import annotations
 
 import ctypes
+import errno
 import functools
 import os
 import shutil
@@ -36,6 +37,9 @@ from pathlib import Path
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+# mount_setattr(2), Linux 5.12+: the same number on x86_64 and arm64 (the generic table)
+SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}.get(os.uname().machine if hasattr(os, "uname") else "")
+AT_RECURSIVE, MOUNT_ATTR_RDONLY = 0x8000, 0x1
 SANDBOXES = Path("/run/optlab-kit/sandboxes")  # root's; the sandboxes' homes, with the mount layer
 QUOTA_SECONDS = 0.05  # at most how often the grader walks a worker's disk (a tmpfs: at every check)
 SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
@@ -157,15 +161,37 @@ class WorkerView:
         self.libc = libc
         self.scratch = os.fsencode(scratch)
         self.covered = [os.fsencode(p) for p in writable if os.path.isdir(p) and not os.path.islink(p)]
+        self.read_only = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+        self.writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
 
     def __call__(self) -> None:
         libc = self.libc
         if libc.unshare(CLONE_NEWNS) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
         _mount(libc, None, b"/", None, MS_REC | MS_PRIVATE, None)  # nothing below reaches the grader
+        # every mount read-only but the scratch tmpfs: no file or folder writable by others anywhere
+        # (where the kernel has mount_setattr; elsewhere the world-writable folders below are covered)
+        if self._set(b"/", AT_RECURSIVE, self.read_only):
+            self._set(self.scratch, 0, self.writable)
         for folder in self.covered:
             _mount(libc, self.scratch, folder, None, MS_BIND, None)
         _mount_proc(libc)
+
+    def _set(self, path: bytes, flags: int, attr: _MountAttr) -> bool:
+        """mount_setattr(path, flags, attr); False where the kernel has none (before Linux 5.12)."""
+        if SYS_MOUNT_SETATTR is None:
+            return False
+        size = ctypes.sizeof(attr)
+        if self.libc.syscall(SYS_MOUNT_SETATTR, -100, path, flags, ctypes.byref(attr), size) == 0:
+            return True  # -100: AT_FDCWD
+        code = ctypes.get_errno()
+        if code in (errno.ENOSYS, errno.EINVAL):
+            return False
+        raise OSError(code, f"mount_setattr of {path.decode(errors='replace')} failed: {os.strerror(code)}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("attr_set", "attr_clr", "propagation", "userns_fd")]
 
 
 # -- the quota the grader measures ------------------------------------------------------------------

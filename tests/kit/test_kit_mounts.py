@@ -233,6 +233,25 @@ def test_the_world_writable_folders_are_the_workers_own(ref, monkeypatch, folder
 
 @as_root
 @with_mounts
+def test_no_other_folder_anyone_may_write_is_writable(ref, monkeypatch):
+    """A folder of root's that anyone may write (1777, like /var/crash or a course's drop box), outside
+    the five covered: the worker's view is read-only everywhere but its scratch. On main, with Landlock
+    off: written."""
+    monkeypatch.setenv(isolation.LAYERS_OFF, "audit_hook,landlock")
+    shared = Path(tempfile.mkdtemp(prefix="optlab-anyone-", dir="/var/lib"))
+    os.chmod(shared, 0o1777)
+    student, _ = open_student(ref)
+    try:
+        assert student.softmax(["write", f"{shared}/planted", "x"]).startswith("REFUSED")
+        assert student.softmax(["write", "/dev/null", "x"]) == "WROTE"  # devices stay writable
+        assert list(shared.iterdir()) == []
+    finally:
+        student.close()
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@as_root
+@with_mounts
 @pytest.mark.parametrize("off", ["landlock", ""], ids=["mounts-alone", "with-landlock"])
 def test_proc_shows_the_worker_nothing_of_the_grader(ref, monkeypatch, off):
     """On main, with Landlock off: the grader's command line (and every process's) read from /proc."""
@@ -353,12 +372,12 @@ def test_a_batch_submission_finds_no_other_students_file_through_proc(shared_sou
                "-o", str(grades), "--exercise", "8", "--exercise", "12"]  # fmt: skip
     run = subprocess.run(command, cwd=KIT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    # what remains: the source itself, readable by all; the TA is told (a wrapper's command line, such
-    # as sudo's or timeout's, still names it where no hidepid hides it)
-    assert f"WARNING: {source} is readable by every user" in run.stdout
     rows = {row["file"]: row for row in csv.DictReader(grades.open())}
     assert float(rows["ada.py"]["percent_correct"]) == 100.0
     assert float(rows["thief.py"]["percent_correct"]) == 0.0
+    # what remains: the source itself, readable by all; the TA is told (a wrapper's command line, such
+    # as sudo's or timeout's, still names it where no hidepid hides it)
+    assert f"WARNING: {source} is readable by every user" in run.stdout
 
 
 def isolation_off() -> str:
