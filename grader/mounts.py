@@ -118,7 +118,8 @@ def unmount_scratch(work: Path) -> None:
 
 
 def unmount_stale(uid: int) -> None:
-    """Detach every scratch tmpfs of `uid` still mounted (its grader was killed before it closed)."""
+    """Detach every scratch tmpfs of `uid` still mounted (its grader was killed before it closed), and
+    remove the sandbox folder it was in."""
     libc = _libc()
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -133,9 +134,10 @@ def unmount_stale(uid: int) -> None:
             continue
         options = after[2].split(",") if len(after) >= 3 else []
         if after[:1] == ["tmpfs"] and f"uid={uid}" in options and "optlab-sandbox-" in mount_point:
-            path = mount_point.encode().decode("unicode_escape")  # mountinfo escapes spaces as \040
-            if libc is not None:
-                libc.umount2(os.fsencode(path), MNT_DETACH)
+            path = Path(mount_point.encode().decode("unicode_escape"))  # mountinfo escapes spaces as \040
+            if libc is not None and libc.umount2(os.fsencode(path), MNT_DETACH) == 0:
+                if path.parent.parent == SANDBOXES:
+                    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _mount_proc(libc: ctypes.CDLL) -> None:

@@ -209,6 +209,47 @@ def test_without_landlock_or_mounts_what_the_worker_writes_in_shared_folders_cou
         student.close()
 
 
+@as_root
+@with_mounts
+def test_the_scratch_of_a_grader_killed_mid_grading_is_unmounted_at_the_next_lease(tmp_path):
+    """A killed grader closes nothing: its workers die with it (the parent-death signal), its scratch
+    tmpfs stays mounted until its uid is leased again, which detaches it and removes its folder."""
+    script = tmp_path / "grader.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(KIT)!r})\n"
+        "from pathlib import Path\n"
+        "from grader.student import sandboxed_student\n"
+        "from grader.worker import load_module\n"
+        f"ref = load_module(Path({str(REFERENCE)!r}), 'r')\n"
+        f"student, sandbox = sandboxed_student(Path({str(REFERENCE)!r}).read_text(), ref, ref, {{}})\n"
+        "print(sandbox.lease.uid, sandbox.work, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    grader = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert grader.stdout is not None
+    uid_text, work_text = grader.stdout.readline().split()
+    uid, work = int(uid_text), Path(work_text)
+    grader.kill()
+    grader.wait()
+    assert work in mounted_tmpfs()
+    leases = []
+    try:
+        while not leases or leases[-1].uid != uid:
+            leases.append(isolation.UidLease())
+    finally:
+        for lease in leases:
+            lease.release()
+    assert work not in mounted_tmpfs()
+    assert not work.parent.exists()
+
+
+def mounted_tmpfs() -> set[Path]:
+    lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    return {Path(line.split()[4]) for line in lines if " - tmpfs " in line}
+
+
 # -- the world-writable folders and /proc -------------------------------------------------------------
 
 
