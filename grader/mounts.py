@@ -18,7 +18,9 @@ is ended too); elsewhere a walk (at most every QUOTA_SECONDS) of the scratch fol
 worker holds open after unlinking them, and, where neither Landlock nor the mount layer keeps it there,
 what its uid owns in the world-writable folders; every walk stops as soon as the quota is passed, so
 its cost is bounded by the quota. What a worker may write past the quota before the grader sees it is
-bounded by the tmpfs (none), or by what it writes between two walks.
+bounded by the tmpfs (none), or by what it writes between two walks. A worker in a user namespace of
+its own (where neither Landlock nor seccomp refuse one, it may mount a tmpfs of any size there) is
+ended at the first check, whatever it wrote.
 """
 
 from __future__ import annotations
@@ -63,9 +65,13 @@ def _mount(libc: ctypes.CDLL, source: bytes | None, target: bytes, fstype: bytes
 @functools.cache
 def mounts_allowed() -> bool:
     """Whether this process may mount (a tmpfs, and a proc with hidepid) in a mount namespace of its
-    own: tried once in a forked child, so nothing is mounted here."""
+    own, and make the sandboxes' folder: tried once in a forked child, so nothing is mounted here."""
     libc = _libc()
     if libc is None or os.geteuid() != 0 or not hasattr(os, "fork"):
+        return False
+    try:
+        sandboxes()
+    except OSError:  # a read-only /run: the sandboxes stay in TMPDIR, without the mount layer
         return False
     target = tempfile.mkdtemp(prefix="optlab-mount-probe-")
     try:
@@ -211,8 +217,14 @@ class ScratchQuota:
         self.mounted, self.shared_uid, self.shared = mounted, shared_uid, tuple(shared)
         self.next_reading = 0.0
         self.breached = False
+        self.user_namespace = _user_namespace(os.getpid())  # the workers' own: the grader's
 
     def breach(self, pid: int | None) -> str | None:
+        if pid is not None and _user_namespace(pid) not in (None, self.user_namespace):
+            # unshare(CLONE_NEWUSER | CLONE_NEWNS) where neither Landlock nor seccomp refuse it: a tmpfs
+            # of its own, of any size, where no quota of ours holds (one readlink: at every check)
+            self.breached = True
+            return "it made a user namespace of its own (where it could mount a file system of any size)"
         if not self.mounted:
             now = time.monotonic()
             if now < self.next_reading:
@@ -257,6 +269,13 @@ class ScratchQuota:
                 except OSError:
                     pass
         self.breached = False
+
+
+def _user_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user")
+    except OSError:
+        return None
 
 
 class _Tally:

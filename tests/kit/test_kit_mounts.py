@@ -43,6 +43,7 @@ DEPLOYMENTS = {
     "every-layer": "",
     "no-mounts": "mounts",  # Docker's default: Landlock, no CAP_SYS_ADMIN
     "uid-and-rlimits": "landlock,mounts,namespaces",  # Docker on a kernel without Landlock
+    "mounts-without-landlock": "landlock",  # a laptop as root whose kernel has no Landlock
 }
 
 # softmax(["verb", argument]) runs the attack; its return value is what the attacker learns.
@@ -123,8 +124,27 @@ def _umount(path):
     return repr(results)
 
 
-_ATTACKS = {"fill": _fill, "files": _files, "hidden": _hidden, "write": _write, "read": _read,
-            "list": _list, "umount": _umount}
+def _own_tmpfs(megabytes):
+    """A user and mount namespace of its own, a tmpfs of any size in it, filled."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid = _os.getuid()
+    if libc.unshare(0x10000000 | 0x00020000) != 0:
+        return f"REFUSED:unshare errno {ctypes.get_errno()}"
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {uid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError as error:
+        return f"REFUSED:{error}"
+    if libc.mount(b"tmpfs", b"/var/tmp", b"tmpfs", 0, None) != 0:
+        return f"REFUSED:mount errno {ctypes.get_errno()}"
+    return _fill("/var/tmp", megabytes)
+
+
+_ATTACKS = {"own-tmpfs": _own_tmpfs, "fill": _fill, "files": _files, "hidden": _hidden, "write": _write,
+            "read": _read, "list": _list, "umount": _umount}
 _honest_softmax = softmax
 
 
@@ -169,7 +189,7 @@ def disk_use(folder: Path) -> int:
 
 
 @as_root
-@pytest.mark.parametrize("deployment", list(DEPLOYMENTS), indirect=True)
+@pytest.mark.parametrize("deployment", ["every-layer", "no-mounts", "uid-and-rlimits"], indirect=True)
 @pytest.mark.parametrize("attack", [("fill", ".", 1024), ("files", ".", 100_000), ("hidden", ".", 512)])
 def test_a_submission_that_fills_its_disk_is_ended_at_its_quota(ref, deployment, attack):
     """On main: 1 GB (or 100,000 files, or 512 MB held open after removal) written, the call returned.
@@ -248,6 +268,23 @@ def test_the_scratch_of_a_grader_killed_mid_grading_is_unmounted_at_the_next_lea
 def mounted_tmpfs() -> set[Path]:
     lines = Path("/proc/self/mountinfo").read_text().splitlines()
     return {Path(line.split()[4]) for line in lines if " - tmpfs " in line}
+
+
+@as_root
+@pytest.mark.parametrize("deployment", ["uid-and-rlimits", "mounts-without-landlock"], indirect=True)
+def test_a_file_system_of_its_own_in_a_user_namespace_is_no_way_around_the_quota(ref, deployment):
+    """Where Landlock does not refuse mounts (and no seccomp filter refuses the namespace), a worker can
+    make a user and mount namespace and fill a tmpfs of any size (half the machine's memory). On main:
+    512 MB written. Now: ended as soon as the grader sees its user namespace (or refused outright)."""
+    student, _ = open_student(ref)
+    try:
+        try:
+            outcome = student.softmax(["own-tmpfs", 512])
+        except SubmissionError as error:
+            outcome = str(error)
+        assert outcome.startswith("REFUSED") or "made a user namespace of its own" in outcome
+    finally:
+        student.close()
 
 
 # -- the world-writable folders and /proc -------------------------------------------------------------
