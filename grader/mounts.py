@@ -255,12 +255,9 @@ class ScratchQuota:
                 tally.owned(top, self.shared_uid)
         return tally.bytes, tally.files
 
-    def reset(self, scratch_entries_kept: Iterable[str]) -> None:
-        """Empty the scratch folder (after a breach, before the next worker starts), but what is named."""
-        kept = set(scratch_entries_kept)
+    def reset(self) -> None:
+        """Empty the scratch folder (after a breach, before the next worker starts)."""
         for entry in os.scandir(self.scratch):
-            if entry.name in kept:
-                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:

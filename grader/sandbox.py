@@ -5,9 +5,14 @@ its path (so a submitted conftest.py, sitecustomize.py, hypothesis.py or pytest.
 hash seed and a clean environment, in its own session, inside a scratch folder that holds only a copy of
 the module and the worker's runtime. The operating system confines it, with every layer this machine
 has (grader.isolation): as root, a uid of its own (leased for the sandbox's life; no other worker shares
-it) and network and IPC namespaces of its own; Landlock (reading only the interpreter, its stdlib and the
-runtime, writing only its scratch folder, no TCP, signals and abstract sockets scoped to itself);
-rlimits (address space, CPU, no process or thread, file size, open files); the parent-death signal.
+it) and network and IPC namespaces of its own; where the machine allows mounts, a scratch tmpfs of the
+disk quota and a view of the filesystem of its own (grader.mounts: read-only but its scratch, which is
+also its /tmp, /dev/shm and the like; /proc showing only its own processes); Landlock (reading only the
+interpreter, its stdlib and the runtime, writing only its scratch folder, no TCP, signals and abstract
+sockets scoped to itself); rlimits (address space, CPU, no process or thread, file size, open files);
+the parent-death signal. Its disk use is watched by the grader (a statvfs of the tmpfs, or a walk)
+while it waits for the worker and at each answer: past its quota the worker is ended, and the next
+starts on an empty disk.
 The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
 Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
@@ -140,7 +145,7 @@ class Sandbox:
         self.work = self.home / "work"
         self.runtime = self.home / "runtime"
         self._module_source = module_source
-        self._prepare(module_source)
+        self._prepare()
         # built once the scratch tmpfs (if any) is mounted: its write rule is the tmpfs's own root
         self._ruleset = landlock.worker_ruleset(self.work, self.runtime) if self.layers.landlock else None
         self._quota = self._scratch_quota()
@@ -257,7 +262,7 @@ class Sandbox:
 
     # -- the worker process ---------------------------------------------------------------------------
 
-    def _prepare(self, module_source: str) -> None:
+    def _prepare(self) -> None:
         self.work.mkdir()
         self.runtime.mkdir()
         (self.runtime / "grader").mkdir()
@@ -321,7 +326,7 @@ class Sandbox:
 
     def _spawn(self) -> None:
         if self._quota.breached:  # the worker ended at its quota: the next one starts with an empty disk
-            self._quota.reset(())
+            self._quota.reset()
             if self.lease is not None:
                 isolation.sweep_uid(self.lease.uid, stale_mounts=False)  # its scratch tmpfs stays
             self._write_module()
