@@ -469,6 +469,7 @@ def test_a_private_copy_is_the_submission_under_its_own_name_in_a_folder_only_it
     (folder / "optimization_toolkit.py").write_text("x = 1\n")
     (folder / "sub" / "notes.txt").write_text("notes")
     (folder / "link.py").symlink_to("/etc/passwd")
+    os.chmod(tmp_path, 0o755)  # a TA's folder others may open: copied
     for submission in (folder, folder / "optimization_toolkit.py"):
         with isolation.privately(submission) as copy:
             assert copy.name == submission.name
@@ -479,6 +480,12 @@ def test_a_private_copy_is_the_submission_under_its_own_name_in_a_folder_only_it
             else:
                 assert copy.read_text() == "x = 1\n"
         assert not copy.parent.exists()
+    copy = isolation.private_copy(folder)
+    try:
+        with isolation.privately(copy) as again:  # already private (a batch's child): not copied again
+            assert again == copy
+    finally:
+        shutil.rmtree(copy.parent)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc")
