@@ -111,7 +111,7 @@ def machine_layers() -> Layers:
         namespaces=root and "namespaces" not in off and _namespaces_allowed(),
         rlimits=_has_rlimits(),
         audit_hook="audit_hook" not in off,
-        mounts=root and "mounts" not in off and mounts.mounts_allowed(),
+        mounts=root and "mounts" not in off and mounts.mounts_allowed(SHARED_WRITABLE),
     )
 
 

@@ -64,9 +64,10 @@ def _mount(libc: ctypes.CDLL, source: bytes | None, target: bytes, fstype: bytes
 
 
 @functools.cache
-def mounts_allowed() -> bool:
-    """Whether this process may mount (a tmpfs, and a proc with hidepid) in a mount namespace of its
-    own, and make the sandboxes' folder: tried once in a forked child, so nothing is mounted here."""
+def mounts_allowed(writable: tuple[str, ...]) -> bool:
+    """Whether this process may give a worker its view (`WorkerView`, covering `writable`) on a scratch
+    tmpfs, and make the sandboxes' folder: tried once in a forked child, in a mount namespace of its
+    own, so nothing is mounted here."""
     libc = _libc()
     if libc is None or os.geteuid() != 0 or not hasattr(os, "fork"):
         return False
@@ -74,8 +75,9 @@ def mounts_allowed() -> bool:
         sandboxes()
     except OSError:  # a read-only /run: the sandboxes stay in TMPDIR, without the mount layer
         return False
-    target = tempfile.mkdtemp(prefix="optlab-mount-probe-")
+    target = tempfile.mkdtemp(prefix="optlab-mount-probe-", dir=SANDBOXES)  # where scratch folders go
     try:
+        view = WorkerView(Path(target), writable)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             try:
@@ -83,7 +85,7 @@ def mounts_allowed() -> bool:
                     os._exit(1)
                 _mount(libc, None, b"/", None, MS_REC | MS_PRIVATE, None)
                 _mount(libc, b"tmpfs", target.encode(), b"tmpfs", SCRATCH_FLAGS, b"size=64k,nr_inodes=16")
-                _mount_proc(libc)
+                view()  # everything a worker's start does
             except OSError:
                 os._exit(1)
             os._exit(0)
