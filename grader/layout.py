@@ -25,12 +25,12 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
     "__init__", "audit", "codec", "errors", "expect", "intake", "isolation", "landlock", "layout", "local",
-    "protocol", "pytest_plugin", "sandbox", "student", "worker",
+    "mounts", "protocol", "pytest_plugin", "sandbox", "student", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cli", "codec", "contract", "errors", "expect", "grading", "intake",
-    "inventory", "isolation", "landlock", "layout", "local", "manifest", "otter_plugin", "protocol",
-    "pytest_plugin", "reference", "results", "sandbox", "scoring", "student", "suites", "worker",
+    "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts", "otter_plugin",
+    "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring", "student", "suites", "worker",
 )  # fmt: skip
 
 
