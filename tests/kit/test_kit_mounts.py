@@ -498,3 +498,13 @@ def test_the_command_line_is_hidden_from_proc():
     run = subprocess.run([sys.executable, "-c", code, "/the/batch/source", "--secret"], cwd=KIT,
                          capture_output=True, text=True, check=True)  # fmt: skip
     assert run.stdout == "grader batch"
+
+
+def test_the_mount_layer_is_named_where_it_holds_and_switched_off_by_its_name(monkeypatch):
+    monkeypatch.setenv(isolation.LAYERS_OFF, "mounts")
+    assert not isolation.machine_layers().mounts
+    monkeypatch.delenv(isolation.LAYERS_OFF)
+    layers = isolation.machine_layers()
+    assert layers.mounts == (ROOT and MOUNTS)
+    assert layers.as_data()["mounts"] == layers.mounts  # results.json's extra_data.isolation
+    assert ("mount namespace" in layers.summary()) == layers.mounts
