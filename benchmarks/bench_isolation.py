@@ -4,6 +4,8 @@
 
 - a worker's start (sandbox, import of the reference, one call), with every layer this machine has and
   with each switchable layer off (OPTLAB_LAYERS_OFF), median of --repeat (default 15);
+- one call of a started worker (the disk quota is checked at each answer: a statvfs of the scratch
+  tmpfs with the mount layer, a walk of the scratch folder at most every 50 ms without it);
 - `grader grade` of the reference with one exercise whose every call sleeps just under the per-call wall
   bound, then returns the right answer: total time and the points of every other exercise;
 - the same with every exercise sleeping (bounded by the per-exercise and per-run budgets).
@@ -48,6 +50,20 @@ def worker_start(ref, off: str, repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
+def call_time(ref, off: str, calls: int = 2000) -> float:
+    """Microseconds per call of a started worker (the disk quota is checked at every answer)."""
+    os.environ[isolation.LAYERS_OFF] = off
+    student, _ = sandboxed_student(REFERENCE.read_text(), ref, ref, {"softmax": 8})
+    student.softmax([0.0, 1.0])
+    started = time.perf_counter()
+    for _ in range(calls):
+        student.softmax([0.0, 1.0])
+    elapsed = time.perf_counter() - started
+    student.close()
+    os.environ.pop(isolation.LAYERS_OFF)
+    return elapsed / calls * 1e6
+
+
 def sleeping(functions: list[str]) -> str:
     """The reference with each of `functions` sleeping SLEEP seconds before it answers, right."""
     source = REFERENCE.read_text() + "\n\nimport time as _bench_time\n"
@@ -86,11 +102,16 @@ def main() -> None:
         ("every layer", ""),
         ("without Landlock", "landlock"),
         ("without namespaces", "namespaces"),
+        ("without the mount layer", "mounts"),
         ("without Landlock and namespaces", "landlock,namespaces"),
         ("without seccomp", "seccomp"),
         ("without the memory cgroup", "cgroup"),
+        ("uid and rlimits alone", "landlock,namespaces,mounts,seccomp,cgroup"),
     ):
         print(f"worker start + 1 call, {label:32s} {worker_start(ref, off, args.repeat):7.1f} ms")
+    for label, off in (("with the mount layer", ""), ("without (disk walked)", "mounts"),
+                       ("uid and rlimits alone", "landlock,namespaces,mounts,seccomp,cgroup")):  # fmt: skip
+        print(f"one call of a started worker, {label:25s} {call_time(ref, off):7.1f} us")
     if args.skip_slow:
         return
     manifest = load_manifest(KIT / "grader/exercises.toml", read_reference(REFERENCE, "reference"))

@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +48,7 @@ from grader import __version__
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS
 from grader.intake import printable
 from grader.inventory import INVENTORY
+from grader.isolation import private_copy
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
@@ -274,13 +276,17 @@ class _Job:
     process: subprocess.Popen
     started: float
     deadline: float
+    private: Path  # the child's own folder (only this user may open it): its copy of the submission
     stopping: float | None = None  # when SIGINT was sent
     timed_out: bool = False
     tree: tuple[tuple[int, int, int], ...] = ()  # the processes below it when it was stopped
 
     @property
     def new_results(self) -> Path:
-        return self.folder / "results.new.json"
+        return self.private / "results.new.json"
+
+    def remove_private(self) -> None:
+        shutil.rmtree(self.private, ignore_errors=True)
 
 
 def _grade_all(
@@ -362,21 +368,28 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def _start(root: Path, entry: Entry, key: str, options: BatchOptions) -> _Job:
+    """Start the child that grades `entry`. It is handed a private copy of the submission and writes its
+    results.json beside it: its command line (which /proc shows every user, where no hidepid hides it)
+    names nothing a worker uid could read, neither the batch's source nor the results folder."""
     folder = submission_folder(options.results_dir, entry)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.new.json").unlink(missing_ok=True)
-    with open(folder / GRADE_LOG, "wb") as log:
-        process = subprocess.Popen(
-            grade_command(root, entry.path, folder / "results.new.json", options),
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killed as one, and no terminal's Ctrl-C
-            env=dict(os.environ, **{GRADINGS_AT_ONCE: str(options.jobs)}),
-        )
+    copy = private_copy(entry.path)
+    try:
+        with open(folder / GRADE_LOG, "wb") as log:
+            process = subprocess.Popen(
+                grade_command(root, copy, copy.parent / "results.new.json", options),
+                cwd=root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: killed as one, and no terminal's Ctrl-C
+                env=dict(os.environ, **{GRADINGS_AT_ONCE: str(options.jobs)}),
+            )
+    except BaseException:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+        raise
     now = time.monotonic()
-    return _Job(entry, key, folder, process, now, now + options.timeout)
+    return _Job(entry, key, folder, process, now, now + options.timeout, copy.parent)
 
 
 def _tend(job: _Job, options: BatchOptions) -> bool:
@@ -400,7 +413,7 @@ def _stop_all(running: list[_Job]) -> None:
     try:
         _stop(running)
         for job in running:
-            job.new_results.unlink(missing_ok=True)
+            job.remove_private()
     finally:
         for which, handler in previous.items():
             signal.signal(which, handler)
@@ -491,7 +504,7 @@ def _ended(job: _Job) -> Graded:
     document = read_results(job.new_results) if readable else None
     if code == GRADING_FAILED and not (document or {}).get("extra_data", {}).get("grading_failed"):
         document = None
-    job.new_results.unlink(missing_ok=True)
+    job.remove_private()
     return Graded(document, code, job.timed_out, seconds)
 
 

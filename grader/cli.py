@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from grader.errors import KitError
-from grader.grading import GRADING_FAILED, RUN_SECONDS, SUBMISSION_SECONDS, grade
+from grader.grading import GRADING_FAILED, RUN_SECONDS, SUBMISSION_SECONDS, Graded, grade
 from grader.intake import ESCAPED_NOTE, printable
-from grader.isolation import machine_layers
+from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
 from grader.layout import find_root
 from grader.scoring import points_text
 
@@ -41,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     root = args.root if args.root is not None else find_root(Path.cwd())
     _escapes_said.clear()
+    if argv is None and args.command in ("grade", "batch") and os.geteuid() == 0:
+        hide_command_line(f"{PROG} {args.command}")  # workers run beside this process: its paths hidden
     try:
         return args.run(args, root)
     except KitError as error:
@@ -209,6 +211,15 @@ def _validate_trivial(root: Path, exercises: Sequence[int] | None) -> set[str]:
     return {c.exercise.label for c in checks if c.problems}
 
 
+def _grade_privately(root: Path, args: argparse.Namespace) -> Graded:
+    """`grade` of the submission; as root, of a copy no worker uid can read (the grading's command lines
+    name that copy, never the submission's own path)."""
+    if os.geteuid() != 0:
+        return grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+    with privately(args.submission) as submission:
+        return grade(root, submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+
+
 def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if not args.submission.exists():
         return _fail(f"{args.submission}: no such file or folder (give a .py file, a folder or a .zip)")
@@ -216,7 +227,7 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
         return _fail("--run-timeout must be positive")
     print(machine_layers().summary())
     try:
-        graded = grade(root, args.submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
+        graded = _grade_privately(root, args)
     except OSError as error:  # results.json itself could not be written (a full disk)
         where = error.filename or args.output
         _say(f"{PROG}: error: the grading failed: {where}: {error.strerror or error}", file=sys.stderr)
@@ -273,6 +284,8 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
                  f"submission: {_names(roster.skipped)}")  # fmt: skip
         if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
             print(machine_layers().summary())
+            if warning := exposed_source_warning(args.source, machine_layers()):
+                print(warning)
         try:
             outcomes = run_batch(root, roster.entries, options, progress)
         except BatchInterrupted as stop:

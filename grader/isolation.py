@@ -1,18 +1,20 @@
 """The operating system's layers around a worker, and the state they keep between workers.
 
 What this machine allows (`machine_layers`: a uid per worker as root, Landlock, network and IPC
-namespaces, rlimits, a seccomp filter, a memory cgroup per worker, the audit hook); a numeric uid of its
-own for each concurrent worker (`UidLease`, shared by every grader process on the machine through lock
-files); removing everything a worker uid left behind (`sweep_uid`); and a kit those uids cannot read
-(`protect_kit`). grader.sandbox applies them.
+namespaces, the mount layer of grader.mounts, rlimits, a seccomp filter, a memory cgroup per worker, the
+audit hook); a numeric uid of its own for each concurrent worker (`UidLease`, shared by every grader
+process on the machine through lock files); removing everything a worker uid left behind (`sweep_uid`);
+a kit those uids cannot read (`protect_kit`); and nothing in /proc that tells a worker where the
+submissions are (`hide_command_line`, `private_copy`). grader.sandbox applies them.
 
 The audit hook is listed as a layer but is no boundary: it lives in the interpreter it watches.
-`OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, audit_hook, seccomp, cgroup) switches layers
-off, for the kit's own tests of each fallback only.
+`OPTLAB_LAYERS_OFF` (comma-separated: landlock, namespaces, mounts, audit_hook, seccomp, cgroup) switches
+layers off, for the kit's own tests of each fallback only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -21,14 +23,16 @@ import os
 import shutil
 import signal
 import stat
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader import cgroup, landlock, seccomp
+from grader import cgroup, landlock, mounts, seccomp
 from grader.errors import KitError
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
-SWITCHABLE = ("landlock", "namespaces", "audit_hook", "seccomp", "cgroup")
+SWITCHABLE = ("landlock", "namespaces", "mounts", "audit_hook", "seccomp", "cgroup")
 # Numeric uids (and gids) for workers: no passwd entry needed; far from the system's and people's ranges.
 WORKER_UIDS = range(64100, 64228)
 LEASES = Path("/run/optlab-kit/worker-uids")  # root's own: one lock file per uid in use
@@ -53,6 +57,10 @@ class Layers:
     audit_hook: bool
     seccomp: bool = False  # no socket, memfd, shared memory or io_uring (grader.seccomp)
     cgroup: int = 0  # the version of the memory cgroup each worker gets (0: none; grader.cgroup)
+    # as root with CAP_SYS_ADMIN (grader.mounts): a scratch tmpfs of the disk quota, the world-writable
+    # folders the worker's own, /proc showing only its own processes; a switch of its own (not tied to
+    # `namespaces`) so that each can be tried without the other
+    mounts: bool = False
 
     @property
     def contained(self) -> bool:
@@ -70,6 +78,7 @@ class Layers:
                 ("a uid per worker", self.uid),
                 (f"Landlock ABI {self.landlock}", self.landlock),
                 ("network and IPC namespaces", self.namespaces),
+                ("a mount namespace (scratch tmpfs, private /tmp, /proc hidepid)", self.mounts),
                 ("rlimits", self.rlimits),
                 ("seccomp filter", self.seccomp),
                 (f"memory cgroup v{self.cgroup}", self.cgroup),
@@ -108,6 +117,7 @@ def machine_layers() -> Layers:
         audit_hook="audit_hook" not in off,
         seccomp="seccomp" not in off and seccomp.available(),
         cgroup=0 if "cgroup" in off else cgroup.version(),
+        mounts=root and "mounts" not in off and mounts.mounts_allowed(SHARED_WRITABLE),
     )
 
 
@@ -193,10 +203,13 @@ def _prepare_lease_folder() -> None:
         raise IsolationError(f"{LEASES} must be a folder of root's that only root may open: remove it")
 
 
-def sweep_uid(uid: int) -> None:
+def sweep_uid(uid: int, stale_mounts: bool = True) -> None:
     """Kill every process of `uid`, and remove what it owns in the shared writable folders (at any
-    depth) and in SysV IPC, so nothing a worker wrote outlives its grading."""
+    depth) and in SysV IPC, and (`stale_mounts`: where no sandbox of this process holds the uid) a
+    scratch tmpfs of its left mounted, so nothing a worker wrote outlives its grading."""
     _kill_processes(uid)
+    if stale_mounts:
+        mounts.unmount_stale(uid)
     for top in SHARED_WRITABLE:
         if os.path.isdir(top):
             _remove_owned(top, uid)
@@ -281,3 +294,88 @@ def _chmod(path: Path, change) -> None:
     except OSError as error:
         if error.errno != errno.ENOENT:
             raise
+
+
+def hide_command_line(shown: str) -> None:
+    """Overwrite this process's command line, as /proc shows it to every user, with `shown`: a grader's
+    arguments (a batch folder, a submission's path) must not tell a worker where the submissions are.
+    The kernel shows the memory of the original argv (arg_start to arg_end, fields 48 and 49 of
+    /proc/self/stat); Python works on its own copy, so nothing reads that memory after start."""
+    try:
+        text = Path("/proc/self/stat").read_bytes().decode("ascii", "replace")
+        fields = text.rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])
+    except (OSError, IndexError, ValueError):
+        return
+    if not 0 < start < end:
+        return
+    title = shown.encode("utf-8")[: end - start - 1]  # the last byte stays NUL: no setproctitle overflow
+    ctypes.memset(start, 0, end - start)
+    ctypes.memmove(start, title, len(title))
+
+
+def private_copy(submission: Path) -> Path:
+    """`submission` (a file or a folder; links left out) copied under its own name into a fresh folder
+    only this user may open: the path a grading is handed, so that a worker that learns it (from a
+    command line in /proc, where no hidepid hides them) can read nothing there, and nothing of the
+    source it came from. The caller removes the copy's folder (`copy.parent`)."""
+    folder = Path(tempfile.mkdtemp(prefix="optlab-submission-"))  # mode 700
+    copy = folder / (submission.name or "submission")
+    try:
+        if submission.is_dir():
+            shutil.copytree(submission, copy, symlinks=True, ignore=_links)
+        else:
+            shutil.copyfile(submission, copy)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return copy
+
+
+@contextlib.contextmanager
+def privately(submission: Path) -> Iterator[Path]:
+    """`submission` itself where it lies in a folder only this user may open (a batch's child is handed
+    one), else a `private_copy` of it while the block runs."""
+    if _private_folder(submission.resolve().parent):
+        yield submission
+        return
+    copy = private_copy(submission)
+    try:
+        yield copy
+    finally:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+def _private_folder(folder: Path) -> bool:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether any user may open `path`: every folder above it passable by others, and it readable."""
+    path = path.resolve()
+    try:
+        passable = all(os.stat(step).st_mode & stat.S_IXOTH for step in path.parents)
+        return passable and bool(os.stat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return False
+
+
+def exposed_source_warning(source: Path, layers: Layers) -> str | None:
+    """A warning where the uid layer alone stands between the workers and a batch's source that others
+    may read: a worker that learns or guesses its path (from a wrapper's command line in /proc, such
+    as sudo's or timeout's) could read every other submission."""
+    if not layers.uid or layers.landlock or layers.mounts or not readable_by_others(source):
+        return None
+    return (
+        f"WARNING: {source} is readable by every user, and this machine has neither Landlock nor mount "
+        "namespaces to keep the workers out of it: make it private first (chmod -R o-rwx), or grade "
+        "where either layer holds"
+    )
+
+
+def _links(folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if os.path.islink(os.path.join(folder, name))]

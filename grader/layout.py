@@ -25,11 +25,11 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
     "__init__", "audit", "cgroup", "codec", "errors", "expect", "intake", "isolation", "landlock", "layout",
-    "local", "protocol", "pytest_plugin", "sandbox", "seccomp", "student", "worker",
+    "local", "mounts", "protocol", "pytest_plugin", "sandbox", "seccomp", "student", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "errors", "expect", "grading",
-    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "otter_plugin",
+    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts", "otter_plugin",
     "otter_submission", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring", "seccomp",
     "student", "suites", "worker",
 )  # fmt: skip

@@ -5,12 +5,16 @@ its path (so a submitted conftest.py, sitecustomize.py, hypothesis.py or pytest.
 hash seed and a clean environment, in its own session, inside a scratch folder that holds only a copy of
 the module and the worker's runtime. The operating system confines it, with every layer this machine
 has (grader.isolation): as root, a uid of its own (leased for the sandbox's life; no other worker shares
-it) and network and IPC namespaces of its own; Landlock (reading only the interpreter, its stdlib and the
-runtime, writing only its scratch folder, no TCP, signals and abstract sockets scoped to itself);
-rlimits (address space, data, CPU, no process or thread, file size, open files); as root where the
-machine allows it, a memory cgroup of its own, which also counts memfd, shared memory and tmpfs pages; a
-seccomp filter (no socket of any family, no memfd, SysV or POSIX IPC, io_uring, ptrace or namespace);
-the parent-death signal.
+it) and network and IPC namespaces of its own; where the machine allows mounts, a scratch tmpfs of the
+disk quota and a view of the filesystem of its own (grader.mounts: read-only but its scratch, which is
+also its /tmp, /dev/shm and the like; /proc showing only its own processes); Landlock (reading only the
+interpreter, its stdlib and the runtime, writing only its scratch folder, no TCP, signals and abstract
+sockets scoped to itself); rlimits (address space, data, CPU, no process or thread, file size, open
+files); as root where the machine allows it, a memory cgroup of its own, which also counts memfd, shared
+memory and tmpfs pages; a seccomp filter (no socket of any family, no memfd, SysV or POSIX IPC, io_uring,
+ptrace or namespace); the parent-death signal. Its disk use is watched by the grader (a statvfs of the
+tmpfs, or a walk) while it waits for the worker and at each answer: past its quota the worker is ended,
+and the next starts on an empty disk.
 The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
 Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
@@ -45,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import cgroup, isolation, landlock, seccomp
+from grader import cgroup, isolation, landlock, mounts, seccomp
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
@@ -111,6 +115,8 @@ class Limits:
     memory_bytes: int = 1 << 30  # address space and data (rlimits); resident memory (a cgroup, where made)
     cpu_seconds: int = 300
     file_bytes: int = 16 << 20
+    scratch_bytes: int = 64 << 20  # what the worker may hold on disk (its scratch folder's quota)
+    scratch_files: int = 4096  # and how many files and folders
     open_files: int = 64
     output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
     message_bytes: int = 4 << 20  # one message from the worker (decoded, 4 MB of JSON is at most ~100 MB)
@@ -140,16 +146,21 @@ class Sandbox:
         self.reference = reference  # answers this worker's reference requests, from a process of its own
         self.exercise_of = exercise_of
         self.layers = isolation.machine_layers()
+        # with the mount layer, outside every world-writable folder: the worker's view covers those
+        where = mounts.sandboxes() if self.layers.mounts else Path(tempfile.gettempdir())
         if self.layers.uid:
-            _check_reachable(Path(tempfile.gettempdir()))
+            _check_reachable(where)
         self.lease = isolation.UidLease() if self.layers.uid else None
-        self.home = Path(tempfile.mkdtemp(prefix="optlab-sandbox-"))
+        self.home = Path(tempfile.mkdtemp(prefix="optlab-sandbox-", dir=where))
         self.work = self.home / "work"
         self.runtime = self.home / "runtime"
-        self._prepare(module_source)
+        self._module_source = module_source
+        self._prepare()
+        # built once the scratch tmpfs (if any) is mounted: its write rule is the tmpfs's own root
         self._ruleset = landlock.worker_ruleset(self.work, self.runtime) if self.layers.landlock else None
         self._memory = self._memory_limit()
         self._oom_kills = 0  # the cgroup's OOM kills when the running worker started
+        self._quota = self._scratch_quota()
         self._poll = poll_seconds()
         self._config = {
             "module": str(self.work / MODULE_FILE),
@@ -201,7 +212,7 @@ class Sandbox:
                         return self._timed_out(message, deadline)
                     if reference is not None and answer.get("reference_ended") is True:
                         self._kill("the reference's worker ended")  # its pipes were this worker's
-                    return answer
+                    return self._within_quota(message, answer)
                 requests, request_bytes = requests + 1, request_bytes + self._last_size
                 if requests > self.limits.callbacks or request_bytes > self.limits.callback_bytes:
                     return self._too_many_requests(message)
@@ -241,6 +252,14 @@ class Sandbox:
             return failure_answer(why, timed_out="exercise")
         return None
 
+    def _within_quota(self, message: dict, answer: dict) -> dict:
+        """`answer`, or, where the worker passed its disk quota during the call (and returned before the
+        watchdog saw it), the quota's failure: the worker is ended, and the next starts on an empty disk."""
+        if (breach := self._quota.breach(self._process.pid if self._process else None)) is None:
+            return answer
+        self._kill("disk quota")
+        return failure_answer(f"{message.get('function', 'the call')}() was ended: {breach}")
+
     def _serve(self, request: dict) -> dict:
         """The grader's answer to the worker's request; a request the grader cannot serve ends the worker
         (an answer out of step with the worker's questions would answer the wrong question later)."""
@@ -267,6 +286,8 @@ class Sandbox:
             self._memory.close()
         if self._ruleset is not None:
             self._ruleset.close()
+        if self.layers.mounts:
+            mounts.unmount_scratch(self.work)
         if self.lease is not None:
             self.lease.release()  # kills what is left of the uid and sweeps what it wrote
             self.lease = None
@@ -283,7 +304,7 @@ class Sandbox:
 
     # -- the worker process ---------------------------------------------------------------------------
 
-    def _prepare(self, module_source: str) -> None:
+    def _prepare(self) -> None:
         self.work.mkdir()
         self.runtime.mkdir()
         (self.runtime / "grader").mkdir()
@@ -291,12 +312,32 @@ class Sandbox:
         for name in WORKER_RUNTIME:
             source = "" if name == "__init__" else (here / f"{name}.py").read_text(encoding="utf-8")
             (self.runtime / "grader" / f"{name}.py").write_text(source, encoding="utf-8")
-        (self.work / MODULE_FILE).write_text(module_source, encoding="utf-8")
+        if self.layers.mounts and self.lease is not None:  # the disk quota is the tmpfs's size
+            limits = self.limits
+            mounts.mount_scratch(self.work, self.lease.uid, limits.scratch_bytes, limits.scratch_files)
+        self._write_module()
         os.chmod(self.home, 0o711)
         if self.lease is not None:
-            for path in (self.work, self.work / MODULE_FILE):
-                os.chown(path, self.lease.uid, self.lease.uid)
+            os.chown(self.work, self.lease.uid, self.lease.uid)
             os.chmod(self.work, 0o700)
+
+    def _write_module(self) -> None:
+        module = self.work / MODULE_FILE
+        module.write_text(self._module_source, encoding="utf-8")
+        if self.lease is not None:
+            os.chown(module, self.lease.uid, self.lease.uid)
+
+    def _scratch_quota(self) -> mounts.ScratchQuota:
+        """The worker's disk quota as the grader measures it: the tmpfs's use where it has one; else
+        its scratch folder, and where no layer keeps it there (neither Landlock nor the mount layer),
+        what its uid owns in the world-writable folders."""
+        shared_uid = None
+        if self.lease is not None and not self.layers.landlock and not self.layers.mounts:
+            shared_uid = self.lease.uid
+        return mounts.ScratchQuota(
+            self.work, self.limits.scratch_bytes, self.limits.scratch_files, self.layers.mounts,
+            shared_uid, isolation.SHARED_WRITABLE,
+        )  # fmt: skip
 
     def spawn(self) -> None:
         """Start the worker's process, if none runs, without waiting for it to import the module (`start`
@@ -326,6 +367,11 @@ class Sandbox:
         return {"reference_fds": fds}, fds
 
     def _spawn(self) -> None:
+        if self._quota.breached:  # the worker ended at its quota: the next one starts with an empty disk
+            self._quota.reset()
+            if self.lease is not None:
+                isolation.sweep_uid(self.lease.uid, stale_mounts=False)  # its scratch tmpfs stays
+            self._write_module()
         to_worker, from_grader = os.pipe()
         from_worker, to_grader = os.pipe()
         peer_config, peer_fds = self._peer()
@@ -342,7 +388,9 @@ class Sandbox:
                 cwd=self.work,
                 env=_worker_environment(self.work),
                 start_new_session=True,
-                preexec_fn=_Confine(self.limits, self.layers, self.lease, self._ruleset, self._memory),
+                preexec_fn=_Confine(
+                    self.limits, self.layers, self.lease, self._ruleset, self._memory, self.work
+                ),
             )
         except (OSError, subprocess.SubprocessError) as error:  # the machine's fault, not the submission's
             os.close(from_worker)
@@ -413,7 +461,9 @@ class Sandbox:
         walls = {"call": cpu_seconds * self.limits.wall_factor, "run": self.limits.run_seconds - self._spent}
         if exercise is not None:
             walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
-        return _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
+        deadline = _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
+        deadline.quota = self._quota.breach  # the disk quota is watched while the grader waits
+        return deadline
 
     def _receive(self, deadline: _Deadline, waiting_only: bool = False) -> dict | None:
         """The next message, or None once the deadline has passed: checked before each message and each
@@ -640,6 +690,8 @@ class _Deadline:
     read, from /proc (every POLL seconds while the grader waits, and at every answer)."""
 
     POLL = 0.05  # how often the CPU time is read while waiting
+    quota: Callable[[int | None], str | None] | None = None  # the worker's disk quota: how it broke it
+    breach: str | None = None
 
     def __init__(
         self, pid: int | None, cpu_seconds: float, walls: dict[str, float], since: float | None = None
@@ -661,6 +713,9 @@ class _Deadline:
         if now < self.next_reading:
             return False
         self.next_reading = now + self.POLL
+        if self.quota is not None and (breach := self.quota(self.pid)) is not None:
+            self.breach = breach
+            return True
         return self.cpu_used() >= self.cpu_seconds
 
     def cpu_used(self) -> float:
@@ -684,11 +739,16 @@ class _Deadline:
     def poll_seconds(self) -> float:
         return max(0.0, min(self.POLL, self.wall_end - time.monotonic()))
 
-    def scope(self) -> str:
-        """Whose time ran out: the call's (its CPU time or wall bound), its exercise's, or the run's."""
+    def scope(self) -> str | None:
+        """Whose time ran out: the call's (its CPU time or wall bound), its exercise's, or the run's; None
+        where no time ran out (the disk quota was passed)."""
+        if self.breach is not None:
+            return None
         return "call" if self.cpu_used() >= self.cpu_seconds else self.wall_scope
 
     def overrun(self) -> str:
+        if self.breach is not None:
+            return self.breach
         if self.cpu_used() >= self.cpu_seconds:
             return f"it used {self.cpu_seconds:g} s of CPU time (an endless loop?)"
         whose = {"call": "", "exercise": " (its exercise's call time in this run)", "run": " (the run's)"}
@@ -731,9 +791,9 @@ class _WorkerDied(Exception):
 
 class _Confine:
     """What the worker process does to itself between fork and exec (runs in the child; everything it
-    needs was prepared in the parent). Order matters: namespaces, the memory cgroup and rlimits need root's
-    rights, so they come before setuid; Landlock and seccomp come last, once nothing else needs a file or
-    a refused call."""
+    needs was prepared in the parent). Order matters: namespaces, the memory cgroup (joined before the
+    mount view makes its files read-only), the mount view and rlimits need root's rights, so they come
+    before setuid; Landlock and seccomp come last, once nothing else needs a file or a refused call."""
 
     def __init__(
         self,
@@ -742,11 +802,13 @@ class _Confine:
         lease: isolation.UidLease | None,
         ruleset: landlock.Ruleset | None,
         memory: cgroup.MemoryLimit | None = None,
+        work: Path | None = None,
     ):
         self.limits, self.lease, self.ruleset = limits, lease, ruleset
         self.memory = memory
         self.seccomp = seccomp.worker_filter() if layers.seccomp else None
         self.unshare = isolation.unshare_function() if layers.namespaces else None
+        self.view = mounts.WorkerView(work, isolation.SHARED_WRITABLE) if layers.mounts and work else None
         self.die_with_parent = _parent_death_function()
 
     def __call__(self) -> None:
@@ -754,6 +816,8 @@ class _Confine:
             self.unshare()  # network and IPC namespaces of its own: a loopback that is down, no shared IPC
         if self.memory is not None:
             self.memory.join()
+        if self.view is not None:
+            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc hidepid
         limits = self.limits
         for which, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),

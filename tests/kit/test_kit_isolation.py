@@ -92,7 +92,7 @@ def test_concurrent_workers_each_get_a_uid_of_their_own_and_cannot_signal_each_o
 
 @as_root
 def test_the_kit_is_unreadable_by_worker_uids(ref, layers_off, tmp_path):
-    layers_off("landlock")
+    layers_off("landlock", "mounts")  # the uid layer alone (the mount layer hides /tmp, where tmp_path is)
     kit = tmp_path / "kit"
     (kit / "examples").mkdir(parents=True)
     (kit / "examples" / "full.py").write_text("the answers")
@@ -118,6 +118,7 @@ def test_the_kit_is_unreadable_by_worker_uids(ref, layers_off, tmp_path):
 
 @with_landlock
 def test_landlock_alone_keeps_the_worker_to_its_scratch_folder_and_the_stdlib(ref, layers_off, tmp_path):
+    layers_off("mounts")  # which would hide /tmp, where tmp_path is
     readable = tmp_path / "world-readable.txt"
     readable.write_text("not for the worker")
     os.chmod(tmp_path, 0o755)
@@ -135,7 +136,9 @@ def test_landlock_alone_keeps_the_worker_to_its_scratch_folder_and_the_stdlib(re
 
 @as_root
 def test_nothing_a_worker_writes_outlives_it_at_any_depth(ref, layers_off, tmp_path):
-    layers_off("landlock")  # with Landlock the writes fail outright; the sweep must hold without it
+    # with Landlock the writes fail outright, with the mount layer they land in the worker's own scratch
+    # (test_kit_mounts): the sweep must hold without either
+    layers_off("landlock", "mounts")
     shared = Path("/tmp") / f"optlab-shared-{os.getpid()}"
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o1777)  # a folder of root's that anyone may write into

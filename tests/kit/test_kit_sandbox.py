@@ -25,7 +25,7 @@ from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 LIMITS = Limits(call_seconds=1.0, import_seconds=1.0)
-NOT_ROOT = replace(isolation.machine_layers(), uid=False, namespaces=False)  # as a student's machine has
+NOT_ROOT = replace(isolation.machine_layers(), uid=False, namespaces=False, mounts=False)  # a student's
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +131,7 @@ def test_a_crash_during_a_call_is_named(ref):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the worker as another user")
 def test_a_scratch_folder_closed_to_the_worker_user_is_refused(ref, monkeypatch):
+    monkeypatch.setenv(isolation.LAYERS_OFF, "mounts")  # with the mount layer, sandboxes live in /run
     closed = Path(tempfile.mkdtemp(prefix="optlab-closed-"))  # mode 0700
     monkeypatch.setattr(tempfile, "tempdir", str(closed))
     try:

@@ -1,0 +1,350 @@
+"""The mount layer and the scratch quota: a worker's disk and what of the filesystem it sees.
+
+Where the machine allows mounts (root with CAP_SYS_ADMIN: a laptop as root, CI; not Docker's default):
+- the worker's scratch folder is a tmpfs of its own, limited in bytes and inodes (`mount_scratch`,
+  mounted by the grader on the sandbox's fresh `work` folder before the Landlock ruleset is built, so
+  that the ruleset's write rule is the tmpfs's own root; removed by `unmount_scratch`, and a grader
+  killed mid-grading leaves its tmpfs to the next lease of the uid, `unmount_stale`);
+- in a mount namespace of the worker's own (`WorkerView`, run in the forked child, propagation made
+  private first so nothing reaches the grader's view): the world-writable folders (/tmp, /var/tmp,
+  /dev/shm, /run/lock, /dev/mqueue) are the scratch tmpfs itself, and /proc is a fresh proc with
+  hidepid, so that the worker sees the processes of its own uid only (nothing of the grader's command
+  lines). The worker drops root right after, so it can neither unmount nor mount anything.
+
+Everywhere (`ScratchQuota`, which the call's deadline asks while the grader waits, and the sandbox when
+a call returns): the grader measures what the worker holds on disk and ends it at its quota with a
+message saying so. On a tmpfs that is one statvfs (at every check: a worker that filled it and returned
+is ended too); elsewhere a walk (at most every QUOTA_SECONDS) of the scratch folder, the files the
+worker holds open after unlinking them, and, where neither Landlock nor the mount layer keeps it there,
+what its uid owns in the world-writable folders; every walk stops as soon as the quota is passed, so
+its cost is bounded by the quota. What a worker may write past the quota before the grader sees it is
+bounded by the tmpfs (none), or by what it writes between two walks. A worker in a user namespace of
+its own (where neither Landlock nor seccomp refuse one, it may mount a tmpfs of any size there) is
+ended at the first check, whatever it wrote.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+# mount_setattr(2), Linux 5.12+: the same number on x86_64 and arm64 (the generic table)
+SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}.get(os.uname().machine if hasattr(os, "uname") else "")
+AT_RECURSIVE, MOUNT_ATTR_RDONLY = 0x8000, 0x1
+SANDBOXES = Path("/run/optlab-kit/sandboxes")  # root's; the sandboxes' homes, with the mount layer
+QUOTA_SECONDS = 0.05  # at most how often the grader walks a worker's disk (a tmpfs: at every check)
+# and the walk takes at most a tenth of the grader's time (4,000 files: about 40 ms)
+SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
+HIDEPID = (b"hidepid=invisible", b"hidepid=2")  # Linux 5.8+ names it; older kernels know the number
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _mount(libc: ctypes.CDLL, source: bytes | None, target: bytes, fstype: bytes | None, flags: int,
+           data: bytes | None) -> None:  # fmt: skip
+    if libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"mount of {target.decode(errors='replace')} failed: {os.strerror(code)}")
+
+
+@functools.cache
+def mounts_allowed(writable: tuple[str, ...]) -> bool:
+    """Whether this process may give a worker its view (`WorkerView`, covering `writable`) on a scratch
+    tmpfs, and make the sandboxes' folder: tried once in a forked child, in a mount namespace of its
+    own, so nothing is mounted here."""
+    libc = _libc()
+    if libc is None or os.geteuid() != 0 or not hasattr(os, "fork"):
+        return False
+    try:
+        sandboxes()
+    except OSError:  # a read-only /run: the sandboxes stay in TMPDIR, without the mount layer
+        return False
+    target = tempfile.mkdtemp(prefix="optlab-mount-probe-", dir=SANDBOXES)  # where scratch folders go
+    try:
+        view = WorkerView(Path(target), writable)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                if libc.unshare(CLONE_NEWNS) != 0:
+                    os._exit(1)
+                _mount(libc, None, b"/", None, MS_REC | MS_PRIVATE, None)
+                _mount(libc, b"tmpfs", target.encode(), b"tmpfs", SCRATCH_FLAGS, b"size=64k,nr_inodes=16")
+                view()  # everything a worker's start does
+            except OSError:
+                os._exit(1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.rmdir(target)
+
+
+def sandboxes() -> Path:
+    """Where sandboxes' homes go with the mount layer: a folder of root's that others may only pass
+    through, in no world-writable folder (the worker's view covers those with its scratch)."""
+    SANDBOXES.mkdir(parents=True, exist_ok=True, mode=0o711)
+    info = os.stat(SANDBOXES, follow_symlinks=False)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+        raise OSError(f"{SANDBOXES} must be a folder of root's that only root may write: remove it")
+    os.chmod(SANDBOXES, 0o711)
+    parent = os.stat(SANDBOXES.parent).st_mode
+    if not parent & stat.S_IXOTH:  # made under a strict umask: the worker must pass through
+        os.chmod(SANDBOXES.parent, stat.S_IMODE(parent) | stat.S_IXOTH)
+    return SANDBOXES
+
+
+def mount_scratch(work: Path, uid: int, size_bytes: int, files: int) -> None:
+    """Mount a tmpfs of `size_bytes` and `files` inodes on the empty folder `work`, owned by `uid`
+    (mode 700); OSError where the machine refuses."""
+    libc = _libc()
+    if libc is None:
+        raise OSError("no libc: no mounts")
+    options = f"size={size_bytes},nr_inodes={files},mode=0700,uid={uid},gid={uid}"
+    _mount(libc, b"tmpfs", os.fsencode(work), b"tmpfs", SCRATCH_FLAGS, options.encode())
+
+
+def unmount_scratch(work: Path) -> None:
+    """Detach the scratch tmpfs at `work` (its memory is freed once no process holds a file of it)."""
+    libc = _libc()
+    if libc is not None:
+        libc.umount2(os.fsencode(work), MNT_DETACH)
+
+
+def unmount_stale(uid: int) -> None:
+    """Detach every scratch tmpfs of `uid` still mounted (its grader was killed before it closed), and
+    remove the sandbox folder it was in."""
+    libc = _libc()
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split()
+        try:
+            mount_point = fields[4]
+            after = fields[fields.index("-") + 1 :]  # fstype, source, super options
+        except (IndexError, ValueError):
+            continue
+        options = after[2].split(",") if len(after) >= 3 else []
+        if after[:1] == ["tmpfs"] and f"uid={uid}" in options and "optlab-sandbox-" in mount_point:
+            path = Path(mount_point.encode().decode("unicode_escape"))  # mountinfo escapes spaces as \040
+            if libc is not None and libc.umount2(os.fsencode(path), MNT_DETACH) == 0:
+                if path.parent.parent == SANDBOXES:
+                    shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _mount_proc(libc: ctypes.CDLL) -> None:
+    """A fresh proc on /proc that shows only the processes of the caller's uid (after setuid: its own)."""
+    for option in HIDEPID:
+        try:
+            _mount(libc, b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, option)
+            return
+        except OSError:
+            continue
+    raise OSError("proc could not be mounted with hidepid")
+
+
+class WorkerView:
+    """What the worker's process does in the forked child, as root, before it drops root: a mount
+    namespace of its own in which every world-writable folder is its scratch tmpfs and /proc hides
+    other uids' processes. Everything it needs is prepared here, in the grader."""
+
+    def __init__(self, scratch: Path, writable: Iterable[str]):
+        libc = _libc()
+        if libc is None:
+            raise OSError("no libc: no mounts")
+        self.libc = libc
+        self.scratch = os.fsencode(scratch)
+        self.covered = [os.fsencode(p) for p in writable if os.path.isdir(p) and not os.path.islink(p)]
+        self.read_only = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+        self.writable = _MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+
+    def __call__(self) -> None:
+        libc = self.libc
+        if libc.unshare(CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+        _mount(libc, None, b"/", None, MS_REC | MS_PRIVATE, None)  # nothing below reaches the grader
+        # every mount read-only but the scratch tmpfs: no file or folder writable by others anywhere
+        # (where the kernel has mount_setattr; elsewhere the world-writable folders below are covered)
+        if self._set(b"/", AT_RECURSIVE, self.read_only):
+            self._set(self.scratch, 0, self.writable)
+        for folder in self.covered:
+            _mount(libc, self.scratch, folder, None, MS_BIND, None)
+        _mount_proc(libc)
+
+    def _set(self, path: bytes, flags: int, attr: _MountAttr) -> bool:
+        """mount_setattr(path, flags, attr); False where the kernel has none (before Linux 5.12)."""
+        if SYS_MOUNT_SETATTR is None:
+            return False
+        size = ctypes.sizeof(attr)
+        if self.libc.syscall(SYS_MOUNT_SETATTR, -100, path, flags, ctypes.byref(attr), size) == 0:
+            return True  # -100: AT_FDCWD
+        code = ctypes.get_errno()
+        if code in (errno.ENOSYS, errno.EINVAL):
+            return False
+        raise OSError(code, f"mount_setattr of {path.decode(errors='replace')} failed: {os.strerror(code)}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("attr_set", "attr_clr", "propagation", "userns_fd")]
+
+
+# -- the quota the grader measures ------------------------------------------------------------------
+
+
+class ScratchQuota:
+    """A worker's disk quota, measured by the grader: `breach(pid)` says how the worker passed it (None
+    while it holds; a walk of the disk is made at most every QUOTA_SECONDS, None meanwhile)."""
+
+    def __init__(self, scratch: Path, max_bytes: int, max_files: int, mounted: bool,
+                 shared_uid: int | None, shared: Iterable[str] = ()):  # fmt: skip
+        """`mounted`: `scratch` is a tmpfs of exactly the quota; `shared_uid`: also count what this uid
+        owns in the `shared` world-writable folders (where no layer keeps the worker out of them)."""
+        self.scratch, self.max_bytes, self.max_files = scratch, max_bytes, max_files
+        self.mounted, self.shared_uid, self.shared = mounted, shared_uid, tuple(shared)
+        self.next_reading = 0.0
+        self.breached = False
+        self.user_namespace = _user_namespace(os.getpid())  # the workers' own: the grader's
+
+    def breach(self, pid: int | None) -> str | None:
+        if pid is not None and _user_namespace(pid) not in (None, self.user_namespace):
+            # unshare(CLONE_NEWUSER | CLONE_NEWNS) where neither Landlock nor seccomp refuse it: a tmpfs
+            # of its own, of any size, where no quota of ours holds (one readlink: at every check)
+            self.breached = True
+            return "it made a user namespace of its own (where it could mount a file system of any size)"
+        if not self.mounted:
+            now = time.monotonic()
+            if now < self.next_reading:
+                return None
+        used_bytes, used_files = self.usage(pid)
+        if not self.mounted:  # a walk of thousands of files takes tens of ms: at most a tenth of the time
+            self.next_reading = now + max(QUOTA_SECONDS, 9 * (time.monotonic() - now))
+        if used_bytes < self.max_bytes and used_files < self.max_files:
+            return None
+        self.breached = True
+        if used_bytes >= self.max_bytes:
+            what = f"{self.max_bytes / (1 << 20):g} MB"
+        else:
+            what = f"{self.max_files} files"
+        return f"it wrote {what} or more on disk (the quota of its scratch folder)"
+
+    def usage(self, pid: int | None) -> tuple[int, int]:
+        """Bytes and files (inodes) the worker holds; past the quota, counting stops."""
+        if self.mounted:  # a tmpfs of exactly the quota: full is at the quota
+            info = os.statvfs(self.scratch)
+            used = (info.f_blocks - info.f_bfree) * info.f_frsize if info.f_bavail else self.max_bytes
+            return used, info.f_files - info.f_ffree
+        tally = _Tally(self.max_bytes, self.max_files)
+        tally.walk(str(self.scratch))
+        if pid is not None:
+            tally.open_unlinked(pid)
+        if self.shared_uid is not None:
+            for top in self.shared:
+                tally.owned(top, self.shared_uid)
+        return tally.bytes, tally.files
+
+    def reset(self) -> None:
+        """Empty the scratch folder (after a breach, before the next worker starts)."""
+        for entry in os.scandir(self.scratch):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+        self.breached = False
+
+
+def _user_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user")
+    except OSError:
+        return None
+
+
+class _Tally:
+    """Bytes (allocated blocks) and inodes counted until either passes its cap."""
+
+    def __init__(self, max_bytes: int, max_files: int):
+        self.max_bytes, self.max_files = max_bytes, max_files
+        self.bytes = self.files = 0
+        self.seen: set[tuple[int, int]] = set()
+
+    def full(self) -> bool:
+        return self.bytes >= self.max_bytes or self.files >= self.max_files
+
+    def add(self, info: os.stat_result) -> None:
+        if (info.st_dev, info.st_ino) in self.seen:
+            return
+        self.seen.add((info.st_dev, info.st_ino))
+        self.files += 1
+        self.bytes += info.st_blocks * 512
+
+    def walk(self, folder: str) -> None:
+        todo = [folder]
+        while todo and not self.full():
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                self.add(info)
+                if stat.S_ISDIR(info.st_mode):
+                    todo.append(entry.path)
+                if self.full():
+                    return
+
+    def open_unlinked(self, pid: int) -> None:
+        """Files the worker holds open after removing them: on disk, in no folder."""
+        try:
+            fds = list(os.scandir(f"/proc/{pid}/fd"))
+        except OSError:
+            return
+        for fd in fds:
+            try:
+                info = os.stat(fd.path)  # follows the descriptor to its file, removed or not
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
+                self.add(info)
+
+    def owned(self, folder: str, uid: int) -> None:
+        """What `uid` owns in a world-writable `folder`, at any depth (as isolation.sweep_uid removes)."""
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if self.full():
+                return
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid == uid:
+                self.add(info)
+                if stat.S_ISDIR(info.st_mode):
+                    self.walk(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                self.owned(entry.path, uid)
