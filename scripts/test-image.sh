@@ -30,11 +30,18 @@ install_tools() {
   { apt-get update -qq && apt-get install -y -qq podman runc debootstrap; } >"$state/apt.log" 2>&1
 }
 mkdir -p "$state"
-if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
-  if ! command -v apt-get >/dev/null || ! step "install podman, runc, debootstrap" install_tools; then
+runs() { "$1" --version >/dev/null 2>&1; }
+if ! runs podman || ! runs runc || ! runs debootstrap; then
+  start=$SECONDS
+  if ! command -v apt-get >/dev/null; then
+    say "Podman cannot be installed on this machine (no apt-get): install podman, runc and debootstrap"
+    exit 1
+  fi
+  if ! install_tools; then
     say "Podman cannot be installed on this machine (apt-get install podman runc debootstrap failed: $state/apt.log)"
     exit 1
   fi
+  say "install podman, runc, debootstrap: $((SECONDS - start)) s"
 fi
 
 # Podman's configuration for this run only: the machine's containers.conf is read, then this one.
