@@ -250,21 +250,52 @@ def _remove_owned(folder: str, uid: int) -> None:
 
 def _remove_sysv_ipc(uid: int) -> None:
     """Remove the SysV shared memory, semaphores and message queues `uid` owns (outside an IPC namespace
-    of its own, they would outlive the worker)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
+    of its own, they would outlive the worker, and the uid's next worker could read them). Root with
+    CAP_SYS_ADMIN removes them itself; a container's root has no CAP_SYS_ADMIN (IPC_RMID gives EPERM), so
+    a short child under `uid` removes the rest as their owner. Any still there is an IsolationError."""
+    import subprocess
+    import sys
+
+    def owned() -> list[tuple[str, int]]:
+        found = []
+        for kind in SYSVIPC:
+            try:
+                lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                fields = line.split()
+                going = kind == "shm" and int(fields[2], 8) & 0o1000  # SHM_DEST: gone at last detach
+                if int(fields[_owner_column(kind)]) == uid and not going:
+                    found.append((kind, int(fields[1])))
+        return found
+
+    left = owned()
+    if not left:
         return
-    for kind, remover in SYSVIPC.items():
-        try:
-            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            ident, owner = int(fields[1]), int(fields[_owner_column(kind)])
-            if owner == uid:  # shmctl(id, IPC_RMID, 0), semctl(id, 0, IPC_RMID), msgctl(id, IPC_RMID, 0)
-                getattr(libc, remover)(ident, 0, None)
+    remove = (  # shmctl(id, IPC_RMID, 0), semctl(id, 0, IPC_RMID), msgctl(id, IPC_RMID, 0)
+        "import ctypes, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for item in sys.argv[1:]:\n"
+        "    remover, ident = item.split(':')\n"
+        "    getattr(libc, remover)(int(ident), 0, None)\n"
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, ident in left:
+        getattr(libc, SYSVIPC[kind])(ident, 0, None)
+    left = owned()
+    if left and os.geteuid() == 0:
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", remove, *(f"{SYSVIPC[k]}:{i}" for k, i in left)],
+            user=uid, group=uid, extra_groups=[], cwd="/", env={}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False,
+        )  # fmt: skip
+        left = owned()
+    if left:
+        raise IsolationError(
+            f"worker uid {uid}'s SysV IPC ({', '.join(f'{k} {i}' for k, i in left)}) could not be "
+            "removed: remove it with ipcrm, or grade where root may (CAP_SYS_ADMIN or CAP_SETUID)"
+        )
 
 
 def _owner_column(kind: str) -> int:

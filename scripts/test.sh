@@ -4,6 +4,7 @@
 # exercise), and all tests (the kit's own, the packaging and its rehearsals, and both suites against the
 # reference), and the hostile tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's suites and golden demo are checked on them too.
+# Last, as root: the grading image, built with Podman and graded in (scripts/test-image.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -28,3 +29,9 @@ for version in 3.12 3.13; do
   echo "test: the reference's suites and golden demo on python$version"
   ".venv-$version/bin/python" -m pytest -q tests/visible tests/hidden tests/kit/test_kit_reference.py tests/kit/test_kit_codec.py
 done
+if [ "$(id -u)" -eq 0 ]; then
+  echo "test: the grading image, built with Podman and graded in as on this machine (scripts/test-image.sh)"
+  scripts/test-image.sh
+else
+  echo "test: not root: the grading image is not tested here (scripts/test-image.sh needs root; CI runs it)"
+fi

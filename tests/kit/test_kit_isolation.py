@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 import types
 from dataclasses import replace
 from pathlib import Path
@@ -342,6 +345,32 @@ def test_sysv_ipc_of_a_worker_without_namespaces_is_removed(ref, layers_off):
     finally:
         student.close()
     assert int(made) not in sysv_shm_ids()
+
+
+@as_root
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux) to drop CAP_SYS_ADMIN")
+def test_sysv_ipc_of_a_worker_is_removed_by_a_root_without_cap_sys_admin():
+    """As a container's root (Docker's and Podman's default capabilities: no CAP_SYS_ADMIN), IPC_RMID on
+    a worker uid's segment gives EPERM: the sweep removes it as the uid itself, and checks it is gone."""
+    lease = isolation.UidLease()
+    try:
+        made = subprocess.run(
+            [sys.executable, "-I", "-S", "-c",
+             "import ctypes; print(ctypes.CDLL(None).shmget(0, 4096, 0o1000 | 0o600))"],  # IPC_CREAT
+            user=lease.uid, group=lease.uid, extra_groups=[], cwd="/", capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        ident = int(made.stdout)
+        assert ident >= 0 and ident in sysv_shm_ids()
+        sweep = subprocess.run(
+            ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
+             sys.executable, "-c", f"from grader import isolation; isolation._remove_sysv_ipc({lease.uid})"],
+            cwd=KIT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert sweep.returncode == 0, sweep.stderr
+        assert ident not in sysv_shm_ids()
+    finally:
+        lease.release()
 
 
 @pytest.mark.parametrize("off", ["", "landlock,namespaces"], ids=["every-layer", "uid-and-rlimits-only"])

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Build the grading image (the Dockerfile as shipped) with Podman and grade in it as Gradescope does,
+# against the same gradings on this machine: the reference 100, the stub 0, a partial submission equal
+# to `grader grade` here entry by entry, and `grader batch` over examples/submissions equal to this
+# machine's grades.csv score by score. Needs root; installs podman, runc and debootstrap when missing.
+# Podman is set up for this machine in .optlab-podman/ (git-ignored) through its own CONTAINERS_CONF,
+# never the machine's configuration: runc (crun refuses cgroup v1 without a writable hierarchy),
+# default ulimits within this shell's hard limits (Podman's defaults are higher: the container would not
+# start). The FROM image is a Debian 12 made with debootstrap from the machine's Debian mirror and
+# `podman import` (kept between runs as localhost/optlab-base:bookworm; no registry is needed), with
+# this machine's CA bundle, which pip in the build uses.
+# Usage: scripts/test-image.sh   (prints each step's seconds; exit 1 at the first difference)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kit=$PWD
+base=localhost/optlab-base:bookworm
+image=localhost/optlab-grader:test
+state=$kit/.optlab-podman
+say() { echo "test-image: $*"; }
+step() {  # step NAME COMMAND...: run it, then say how long it took
+  local name=$1 start=$SECONDS
+  shift
+  "$@"  # never as a condition (a `||` here would switch set -e off inside the step)
+  say "$name: $((SECONDS - start)) s"
+}
+
+if [ "$(id -u)" -ne 0 ]; then say "needs root (Podman's rootful containers, the worker uids)"; exit 1; fi
+install_tools() {
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq podman runc debootstrap; } >"$state/apt.log" 2>&1
+}
+mkdir -p "$state"
+runs() { "$1" --version >/dev/null 2>&1; }
+if ! runs podman || ! runs runc || ! runs debootstrap; then
+  start=$SECONDS
+  if ! command -v apt-get >/dev/null; then
+    say "Podman cannot be installed on this machine (no apt-get): install podman, runc and debootstrap"
+    exit 1
+  fi
+  if ! install_tools; then
+    say "Podman cannot be installed on this machine (apt-get install podman runc debootstrap failed: $state/apt.log)"
+    exit 1
+  fi
+  say "install podman, runc, debootstrap: $((SECONDS - start)) s"
+fi
+
+# Podman's configuration for this run only: the machine's containers.conf is read, then this one.
+hard() { local limit; limit=$(ulimit -H "$1"); [ "$limit" = unlimited ] && limit=$2; echo $((limit < $2 ? limit : $2)); }
+nofile=$(hard -n 20000)
+nproc=$(hard -u 32768)
+cat >"$state/containers.conf" <<EOF
+# Written by scripts/test-image.sh for this machine; the machine's own configuration is left alone.
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+
+[engine]
+runtime = "runc"
+EOF
+export CONTAINERS_CONF=$state/containers.conf
+
+mirror() {  # the Debian archive this machine's apt uses (deb822 URIs or a one-line deb entry)
+  local uri
+  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+    | sed -n -E 's,^(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+/debian/?)([[:space:]].*)?$,\3,p' | head -n 1)
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+make_base() {
+  local root=$state/rootfs
+  rm -rf "$root"
+  debootstrap --variant=minbase bookworm "$root" "$(mirror)" >"$state/debootstrap.log" 2>&1 \
+    || { say "debootstrap failed: $state/debootstrap.log"; return 1; }
+  # This machine's CA bundle (it may hold a proxy's CA), where the image's ca-certificates package, which
+  # python3.11 pulls in, does not regenerate it.
+  local changes=(--change 'CMD ["/bin/bash"]')
+  if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    mkdir -p "$root/etc/ssl"
+    cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/host-ca-certificates.crt"
+    changes+=(--change 'ENV PIP_CERT=/etc/ssl/host-ca-certificates.crt')
+  fi
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  # An index or proxy this machine's pip reaches over the network goes into the base's environment too
+  # (a file:// index or local wheels are this machine's disk, not the build's).
+  local name key value
+  for name in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST PIP_PROXY; do
+    key=$(echo "${name#PIP_}" | tr '[:upper:]_' '[:lower:]-')
+    value=${!name:-$(python3 -m pip config get "global.$key" 2>/dev/null || true)}
+    value=$(echo "$value" | tr ' ' '\n' | grep -v -E '^(file:|/)' | paste -sd ' ' || true)
+    if [ -n "$value" ]; then changes+=(--change "ENV $name=$value"); fi
+  done
+  tar -C "$root" -c . | podman import --quiet "${changes[@]}" - "$base" >/dev/null
+  rm -rf "$root"
+}
+if podman image exists "$base"; then
+  say "base $base: present"
+else
+  step "base $base (debootstrap from $(mirror), podman import)" make_base
+fi
+
+# Proxies (http_proxy and the like) reach the build by themselves: Podman passes them on by default.
+build() {
+  podman build --pull=never --build-arg "BASE=$base" -t "$image" . >"$state/build.log" 2>&1 \
+    || { tail -n 20 "$state/build.log"; say "build failed: $state/build.log"; return 1; }
+}
+step "build $image" build
+say "image size: $(podman image inspect "$image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1 / 1e6}')"
+
+# The host's gradings, with the kit's environment (scripts/setup.sh makes it when missing).
+[ -x .venv/bin/python ] || scripts/setup.sh >/dev/null
+py=$kit/.venv/bin/python
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+submission() {  # submission NAME FILE: a Gradescope submission folder holding FILE as the module
+  mkdir -p "$work/$1/submission" "$work/$1/results"
+  cp "$2" "$work/$1/submission/optimization_toolkit.py"
+}
+# The worker uids' lease folder is this machine's: a grading here (another helper's, a TA's) and one in the
+# image lease uids from one pool, so neither kills or starves the other's workers (on Gradescope each
+# container has the machine to itself).
+leases=/run/optlab-kit
+mkdir -p -m 700 "$leases"
+run() { podman run --rm -v "$leases:$leases" "$@"; }
+in_image() {  # in_image NAME: grade NAME's folder in the image, as Gradescope lays it out
+  run -v "$work/$1/submission:/autograder/submission:ro" \
+    -v "$work/$1/results:/autograder/results" "$image" >"$work/$1/image.log" 2>&1 \
+    || { cat "$work/$1/image.log"; return 1; }
+}
+on_host() { "$py" -m grader grade "$work/$1/submission" -o "$work/$1/host.json" >"$work/$1/host.log" 2>&1; }
+score() { "$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["score"])' "$1"; }
+layers() { "$py" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("extra_data", {}).get("isolation"))' "$1"; }
+expect_score() {  # expect_score NAME SCORE
+  local got
+  got=$(score "$work/$1/results/results.json")
+  if ! "$py" -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 1e-9)' "$got" "$2"; then
+    say "$1 in the image scored $got, not $2"
+    "$py" -c 'import json, sys
+for test in json.load(open(sys.argv[1]))["tests"]:
+    if test.get("score") != test.get("max_score"):
+        print("  ", test.get("name"), test.get("score"), "/", test.get("max_score"), (test.get("output") or "")[:300])
+' "$work/$1/results/results.json" | head -n 20
+    exit 1
+  fi
+  say "$1 in the image: $got (isolation: $(layers "$work/$1/results/results.json"))"
+}
+submission reference solutions/optimization_toolkit.py
+submission stub student/optimization_toolkit.py
+submission partial examples/submissions/ben_partial.py
+step "grade the reference in the image" in_image reference
+expect_score reference 100
+step "grade the stub in the image" in_image stub
+expect_score stub 0
+step "grade the partial submission in the image" in_image partial
+step "grade the partial submission on this machine" on_host partial
+say "on this machine: $(grep -m 1 isolation "$work/partial/host.log" || echo "isolation: (not printed)")"
+"$py" - "$work/partial/host.json" "$work/partial/results/results.json" <<'PY'
+import json, sys
+host, image = (json.load(open(path)) for path in sys.argv[1:])
+def entries(results):
+    return [(test.get("name"), test.get("score"), test.get("max_score")) for test in results["tests"]]
+differ = [(h, i) for h, i in zip(entries(host), entries(image)) if h != i]
+if differ or len(host["tests"]) != len(image["tests"]) or host["score"] != image["score"]:
+    print(f"test-image: the partial submission: {host['score']} here, {image['score']} in the image")
+    for h, i in differ[:10]:
+        print(f"  here {h}\n  image {i}")
+    sys.exit(1)
+print(f"test-image: the partial submission: {image['score']} in the image and here, "
+      f"{len(image['tests'])} entries equal")
+PY
+
+mkdir -p "$work/batch/out"
+batch_in_image() {
+  run -v "$kit/examples/submissions:/submissions:ro" -v "$work/batch/out:/out" "$image" \
+    grader batch /submissions -o /out/grades.csv >"$work/batch/image.log" 2>&1 \
+    || { cat "$work/batch/image.log"; return 1; }
+}
+batch_on_host() { "$py" -m grader batch examples/submissions -o "$work/batch/grades.csv" >"$work/batch/host.log" 2>&1; }
+step "grader batch over examples/submissions in the image" batch_in_image
+step "grader batch over examples/submissions on this machine" batch_on_host
+"$py" - "$work/batch/grades.csv" "$work/batch/out/grades.csv" <<'PY'
+import csv, sys
+host, image = (list(csv.DictReader(open(path, newline=""))) for path in sys.argv[1:])
+def scores(rows):  # file -> the row's points and status (not the kit's version: the image has no .git)
+    return {row["file"]: {k: v for k, v in row.items() if k not in ("kit_version", "inventory_hash")}
+            for row in rows}
+if scores(host) != scores(image):
+    print("test-image: grader batch: grades.csv differs between this machine and the image")
+    for name in sorted(set(scores(host)) | set(scores(image))):
+        print(f"  {name}: here {scores(host).get(name)}\n  {' ' * len(name)}  image {scores(image).get(name)}")
+    sys.exit(1)
+print(f"test-image: grader batch: grades.csv equal in the image and here ({len(image)} submissions)")
+PY
+# The isolation and Landlock tests of the kit, in the image as on this machine (the layers the container
+# has: no namespaces without CAP_SYS_ADMIN; each test adapts to what the machine has).
+kit_tests() {
+  run "$image" python -m pytest -q -p no:cacheprovider tests/kit/test_kit_isolation.py \
+    tests/kit/test_kit_landlock.py >"$work/kit-tests.log" 2>&1 || { cat "$work/kit-tests.log"; return 1; }
+  say "in the image: $(tail -n 1 "$work/kit-tests.log")"
+}
+step "the kit's isolation and Landlock tests in the image" kit_tests
+say "passed"
