@@ -12,8 +12,9 @@ grade` image copies besides its own files. Edits to Otter's files make it work e
   its submission folder and prefers a lone notebook): Otter opens no submitted file;
 - setup.sh creates the unprivileged user that submissions run as (scripts/setup-worker.sh, inlined: otter
   grade runs setup.sh before anything else of the zip is in place);
-- setup.sh no longer installs Playwright's Chromium, which only Otter's PDF export uses (off here) and
-  which is a known cause of failed image builds.
+- setup.sh no longer installs Playwright's Chromium, TeX Live or pandoc, which only Otter's PDF export
+  uses (off here): Chromium is a known cause of failed image builds, and TeX Live took 7 minutes of
+  every `otter grade` image build (Otter's test of the config passes on a missing file with jq 1.6).
 The environment installs only the suites' pinned libraries besides Otter. Before packaging, the kit must be
 consistent: the student mirror current, the suites those of the inventory, every exercise of the manifest
 tested by both suites, and the pinned Otter installed.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,9 @@ AUTOGRADER_ZIP = "autograder.zip"
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
+# Otter's setup.sh installs TeX Live and pandoc when `jq -e '[.pdf, .token] | any'` holds; with jq 1.6
+# that holds on a missing config too (otter grade adds otter_config.json after setup.sh): 7 minutes of it
+PDF_BLOCK = re.compile(r"^# install PDF generation dependencies if enabled\n^if .*?^fi\n", re.M | re.S)
 RUN_OTTER = '''"""Runs Otter-Grader's autograding process with optlab-kit's grader (files/optlab of this zip).
 
 Before Otter starts, the submission is taken out of its sight (grader.otter_submission): the lab module
@@ -199,6 +204,11 @@ def _edited(root: Path, name: str, data: bytes) -> bytes:
         text = text.replace(
             PLAYWRIGHT_STEP, "# optlab-kit: no Playwright (Otter's PDF export only; off here)"
         )
+        text, blocks = PDF_BLOCK.subn(
+            "# optlab-kit: no TeX Live or pandoc (Otter's PDF export; off here)\n", text
+        )
+        if blocks != 1:
+            raise PackageError(f"Otter's setup.sh has no PDF block: is otter {OTTER_VERSION} installed?")
         return (text.rstrip("\n") + "\n\n" + _worker_step(root)).encode()
     return data
 

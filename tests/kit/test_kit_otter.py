@@ -60,6 +60,15 @@ def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
         assert pin in environment
 
 
+def test_setup_installs_nothing_for_pdfs_and_makes_the_worker_user(autograder):
+    """Otter's setup.sh installs TeX Live and pandoc where its jq test of the config holds, which with jq
+    1.6 it does on the missing config of `otter grade` (7 minutes a build): the zip's has no such step."""
+    setup = zipfile.ZipFile(autograder).read("setup.sh").decode()
+    assert "texlive" not in setup and "pandoc.deb" not in setup and "playwright install" not in setup
+    assert "no TeX Live or pandoc" in setup and "mamba env create" in setup
+    assert "setup-worker" in setup
+
+
 def test_the_zip_is_the_same_every_time(autograder, tmp_path):
     assert write_autograder(KIT, tmp_path).read_bytes() == autograder.read_bytes()
 
