@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import types
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.codec import MAX_SHARED_HASH, Codec, CodecError, dumps, loads, update_in_place
+from grader.codec import MAX_INT_DIGITS, MAX_SHARED_HASH, Codec, CodecError, dumps, loads, update_in_place
 from grader.worker import load_module
 from tests.kit.conftest import KIT
 
@@ -243,3 +244,19 @@ def test_messages_that_parse_but_cannot_be_values_are_codec_errors():
         loads("1" * 5000)  # an int longer than int() converts
     with pytest.raises(CodecError):
         loads("[" * 100_000 + "]" * 100_000)  # deeper than the parser recurses
+
+
+def test_a_long_integer_is_refused_before_it_is_converted():
+    """A Python without a limit on integer digits (3.11.0rc1) converts a million digits in quadratic time
+    (4 s of the grader's CPU): the codec refuses past MAX_INT_DIGITS before converting, whatever the
+    interpreter's own limit, and takes every integer up to it."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # no limit of Python's own, as on 3.11.0rc1
+    try:
+        with pytest.raises(CodecError, match="1000000 digits"):
+            loads("[" + "7" * 1_000_000 + "]")
+        with pytest.raises(CodecError, match="digits"):
+            loads('{"$tuple": [-' + "9" * (MAX_INT_DIGITS + 1) + "]}")
+        assert loads("-" + "9" * MAX_INT_DIGITS) == -int("9" * MAX_INT_DIGITS)
+    finally:
+        sys.set_int_max_str_digits(limit)
