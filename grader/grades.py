@@ -1,18 +1,19 @@
 """grades.csv: one row per submission of a batch, in Otter's column names where Otter has one.
 
-Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (from Gradescope's
-metadata; empty when unknown, several submitters joined by "; "), one column per exercise (its label,
-"8 softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct`
-(0 to 100) and `grading_status` (completed, or ungraded / timed out / crashed with the reason). A
-submission that was not graded earns 0 everywhere; its status says why. One whose grading crashed (twice:
-the batch grades it again once), or that an interrupted batch did not reach, has empty points (no grade
-yet, not a zero) and the status "crashed: ..." or "interrupted: ...". Last, `kit_version` and
-`inventory_hash`: what the row was graded with. Every cell is written through grader.intake.printable
-(no control character or escape sequence from a submission or an export) and never starts a formula.
+Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (from Gradescope's metadata;
+empty when unknown, several submitters joined by "; "), one column per exercise (its label, "8 softmax":
+the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct` (as Otter
+writes it: a fraction from 0 to 1, to four places: 0.5458 for 54.58 of 100 points) and `grading_status`
+(completed, or ungraded / timed out / crashed with the reason). A submission that was not graded earns 0
+everywhere; its status says why. One whose grading crashed (twice: the batch grades it again once), or
+that an interrupted batch did not reach, has empty points (no grade yet, not a zero) and the status
+"crashed: ..." or "interrupted: ...". Last, `kit_version` and `inventory_hash`: what the row was graded
+with. Every cell is written through grader.intake.printable (no control character or escape sequence from
+a submission or an export) and never starts a formula.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
-much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json
-is known, else which exercises' points, before the file is replaced.
+much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json is
+known, else which exercises' points, before the file is replaced.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def grade_row(
         **{e.label: _number(earned.get(e.id, 0.0)) for e in exercises},
         "total_points_earned": _number(total),
         "total_points_possible": _number(possible),
-        "percent_correct": _number(round(100 * total / possible, 2) if possible else 0.0),
+        "percent_correct": _fraction(total, possible),
         "grading_status": outcome.grading_status,
     }
     if outcome.status in (INTERRUPTED, CRASHED):  # no grade yet: never a zero it did not earn
@@ -118,6 +119,11 @@ def write_rows(path: Path, rows: Sequence[dict[str, str]], exercises: Sequence[E
 
 def _number(value: float) -> str:
     return points_text(value)
+
+
+def _fraction(total: float, possible: float) -> str:
+    """`percent_correct` in Otter's meaning and scale: the share of the points, 0 to 1, to four places."""
+    return f"{round(total / possible, 4) if possible else 0.0:g}"
 
 
 def _safe_cell(value: str) -> str:

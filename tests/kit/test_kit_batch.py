@@ -162,8 +162,8 @@ def test_the_class_is_graded_into_grades_csv(class_batch: dict) -> None:
     assert {(row["kit_version"], len(row["inventory_hash"])) for row in graded.values()} == {
         (__version__, 64)
     }
-    assert scores["ada.py"] == ["3", "4", "7", "7", "100", "completed"]
-    assert scores["broken"] == ["0", "4", "4", "7", "57.14", "completed"]
+    assert scores["ada.py"] == ["3", "4", "7", "7", "1", "completed"]  # percent_correct: Otter's 0 to 1
+    assert scores["broken"] == ["0", "4", "4", "7", "0.5714", "completed"]
     assert scores["stub.py"] == ["0", "0", "0", "7", "0", "completed"]
     assert all(row["name"] == row["email"] == row["sid"] == "" for row in graded.values())
 
@@ -275,7 +275,7 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     assert not (spin / "batch.json").exists() and not (spin / "results.new.json").exists()
     assert left_running(source / "spin.py") == []
     graded = rows(tmp_path / "grades.csv")  # what finished, and what did not, marked
-    assert graded["ada.py"]["percent_correct"] == "100" and graded["ada.py"]["grading_status"] == "completed"
+    assert graded["ada.py"]["percent_correct"] == "1" and graded["ada.py"]["grading_status"] == "completed"
     assert [graded["spin.py"][c] for c in COLUMNS[4:9]] == [""] * 5  # no grade yet, not a zero
     assert graded["spin.py"]["grading_status"].startswith("interrupted: ")
     assert "(incomplete: 1 of 2 graded)" in (tmp_path / "report.html").read_text(encoding="utf-8")
@@ -315,7 +315,7 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
         "200; 201",
     )
     assert (
-        first["submission_101"]["percent_correct"] == "100"
+        first["submission_101"]["percent_correct"] == "1"
         and first["submission_102"]["percent_correct"] == "0"
     )
     results = tmp_path / "out" / "grades-results" / "submission_101" / "results.json"
@@ -327,7 +327,7 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
 
     code, out, _ = batch(str(export_zip(tmp_path / "export.zip", second=REFERENCE)), *args)  # a resubmission
     assert code == 0 and "1 graded now, 1 kept from an earlier run" in out
-    assert rows(grades)["submission_102"]["percent_correct"] == "100"
+    assert rows(grades)["submission_102"]["percent_correct"] == "1"
     entries = "; ".join(
         f"{exercise}: {suite} checks 0 -> {points}"
         for exercise, suite, points in (
@@ -686,8 +686,8 @@ def test_a_neighbours_full_disk_is_a_crash_graded_again_never_a_completed_zero(
     assert full["grading_status"].endswith("(graded twice, crashed both times)")
     assert full["total_points_earned"] == full["8 softmax"] == full["percent_correct"] == ""
     # the disk freed before the second try: graded again, and scored as it deserves
-    assert once["grading_status"] == "completed" and once["percent_correct"] == "100"
-    assert graded["ada.py"]["percent_correct"] == "100"
+    assert once["grading_status"] == "completed" and once["percent_correct"] == "1"
+    assert graded["ada.py"]["percent_correct"] == "1"
     records = {name: json.loads((tmp_path / "grades-results" / name / "batch.json").read_text())
                for name in graded}  # fmt: skip
     assert (records["neighbour-full.py"]["status"], records["neighbour-full.py"]["attempts"]) == (

@@ -453,7 +453,7 @@ def test_a_batch_submission_finds_no_other_students_file_through_proc(shared_sou
     run = subprocess.run(command, cwd=KIT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     rows = {row["file"]: row for row in csv.DictReader(grades.open())}
-    assert float(rows["ada.py"]["percent_correct"]) == 100.0
+    assert float(rows["ada.py"]["percent_correct"]) == 1.0
     assert float(rows["thief.py"]["percent_correct"]) == 0.0
     # what remains: the source itself, readable by all; the TA is told (a wrapper's command line, such
     # as sudo's or timeout's, still names it where no hidepid hides it)
