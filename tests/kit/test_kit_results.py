@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import grader.grading
+from grader import isolation
 from grader.cli import main
 from grader.grading import GRADING_FAILED, kit_manifest
 from grader.inventory import load_inventory
@@ -299,6 +300,11 @@ def test_a_sandbox_that_cannot_be_set_up_on_a_full_disk_is_a_failed_grading(
     monkeypatch.setenv("PYTHONPATH", path)
     monkeypatch.setenv("PYTEST_PLUGINS", "optlab_full_tmp")
     monkeypatch.setenv("OPTLAB_TEST_FULL_DISK", str(full_disk))
+    # the mount layer keeps sandboxes under /run/optlab-kit (out of every world-writable folder), not in
+    # the temporary folder: off here, so the workers' folders land on the full disk (the same failure as a
+    # full /run, by the same path)
+    off = os.environ.get(isolation.LAYERS_OFF, "")
+    monkeypatch.setenv(isolation.LAYERS_OFF, ",".join(filter(None, (off, "mounts"))))
     out = tmp_path / "results.json"
     code, stdout, stderr = grade_cli(str(KIT / REFERENCE), "-o", str(out), "--exercise", "8")
     document = json.loads(out.read_text(encoding="utf-8"))
