@@ -1065,6 +1065,47 @@ def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref
     assert answer.startswith("CodecError") and refused in answer, answer
 
 
+WIDE = """
+
+_WIDE = [[]] * 1_300_000  # 4 MB of JSON, about a second of the grader's CPU to decode
+_codec = _sys.modules["grader.codec"].Codec
+_encode, _encoded = _codec.encode, []
+
+
+def _encode_wide_once(self, value, depth=0):
+    if value is not _WIDE:
+        return _encode(self, value, depth)
+    if not _encoded:
+        _encoded.append(_encode(self, value, depth))
+    return _encoded[0]
+
+
+_codec.encode = _encode_wide_once
+
+
+@_attack
+def wide(argument):
+    return _WIDE
+"""
+
+
+def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
+    """Every softmax answer is 1.3 M empty lists, encoded once in the worker: 0.55 s of call time each
+    (sending 4 MB, parsing it), then 1.1 s of the grader's CPU to decode it, which was on no one's time:
+    in the merged round 3, 4 calls fitted in an exercise bounded to 2 s of call time, for 5.9 s of the
+    grader's CPU (a whole exercise 8 took 24 s of CPU against its 20 s; honest, 1 s). The decoding now
+    counts as the call's: the grader's work for the calls is within the time the sandbox charged."""
+    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0)
+    with worker(ref, WIDE, limits=limits) as (student, box), bounded(120):
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
+        charged, cpu = box._spent, _grader_cpu()
+        with pytest.raises(CallTimedOut, match="exercise"):
+            for _ in range(12):
+                assert len(student.softmax("wide:")) == 1_300_000
+        assert _grader_cpu() - cpu <= box._spent - charged + 0.5  # freeing each answer: outside
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # not its time
+
+
 # -- 8. one run budget -----------------------------------------------------------------------
 
 SLOW = """
