@@ -1086,6 +1086,18 @@ _codec.encode = _encode_wide_once
 @_attack
 def wide(argument):
     return _WIDE
+
+
+@_attack
+def trickle(size):
+    # `size` bytes of an answer at once, then two more every 50 ms, never the newline that ends it
+    import time
+
+    fd = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")._writer.fileno()
+    _os.write(fd, b'{"op":"return","value":[' + b"0," * (int(size) // 2))
+    while True:
+        _os.write(fd, b"0,")
+        time.sleep(0.05)
 """
 
 
@@ -1104,6 +1116,19 @@ def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
                 assert len(student.softmax("wide:")) == 1_300_000
         assert _grader_cpu() - cpu <= box._spent - charged + 0.5  # freeing each answer: outside
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # not its time
+
+
+@pytest.mark.parametrize("size", [0, 3_900_000])
+def test_an_answer_that_never_ends_is_cut_at_the_calls_deadline(ref, size):
+    """Held: half an answer (nothing, or 3.9 MB: just under the message bound), then a trickle that never
+    sends the newline. The grader waits no longer than the call's wall bound (4 s), reads each byte once,
+    and the next call starts afresh."""
+    with worker(ref, WIDE) as (student, box), bounded(60):
+        cpu = _grader_cpu()
+        with pytest.raises(CallTimedOut, match="still running after 4 s"):
+            student.softmax(f"trickle:{size}")
+        assert _grader_cpu() - cpu < 2.0 and box.log[-1] == "softmax timed out"
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
 
 
 # -- 8. one run budget -----------------------------------------------------------------------
