@@ -390,6 +390,39 @@ def test_each_worker_runs_in_a_memory_cgroup_of_its_own_removed_at_close(ref, la
     assert not folder.exists()
 
 
+CGROUP_ESCAPE = """
+from pathlib import Path
+parent = Path(%r)
+line = next(line for line in open("/proc/self/cgroup") if "optlab-" in line)
+mine = parent / line.strip().rsplit("/", 1)[1]
+errors = []
+writes = [(parent / "cgroup.procs", "0"), (mine / "memory.oom_control", "1")]
+writes += [(mine / name, "-1") for name in ("memory.limit_in_bytes", "memory.max") if (mine / name).exists()]
+for target, data in writes:
+    try:
+        target.write_text(data)
+        errors.append(0.0)
+    except OSError as error:
+        errors.append(float(error.errno))
+try:
+    (mine / "child").mkdir()
+    errors.append(0.0)
+except OSError as error:
+    errors.append(float(error.errno))
+return errors
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid layer needs root")
+def test_a_worker_cannot_leave_its_cgroup_or_raise_its_limit(ref, layers_off):
+    """Held (Landlock and namespaces off: the uid layer alone): the worker writes itself into the grader's
+    cgroup, raises its own limit, turns its OOM killer off, makes a child cgroup: every one refused
+    (EACCES), root owns the files and the worker's uid nothing there."""
+    layers_off("landlock,namespaces", "cgroup")
+    errors = attempt(ref, CGROUP_ESCAPE % str(cgroup.own_memory_cgroup()[1]))
+    assert isinstance(errors, list) and len(errors) == 4 and set(errors) == {float(errno.EACCES)}, errors
+
+
 MOUNTS_V1 = (
     "30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:11 - cgroup cgroup rw,memory\n"
     "31 25 0:27 / /sys/fs/cgroup/cpu rw,relatime shared:12 - cgroup cgroup rw,cpu\n"
