@@ -41,6 +41,7 @@ from grader.expect import call, expect_close
 from grader.grading import grade
 from grader.isolation import protect_kit
 from grader.protocol import CallTimedOut, SubmissionError
+from grader.pytest_plugin import _EchoOutput
 from grader.sandbox import Limits, _cpu_time, proc_stat
 from grader.student import sandboxed_student
 from grader.worker import load_module
@@ -1104,11 +1105,14 @@ def trickle(size):
 def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
     """Every softmax answer is 1.3 M empty lists, encoded once in the worker: 0.55 s of call time each
     (sending 4 MB, parsing it), then 1.1 s of the grader's CPU to decode it, which was on no one's time:
-    in the merged round 3, 4 calls fitted in an exercise bounded to 2 s of call time, for 5.9 s of the
-    grader's CPU (a whole exercise 8 took 24 s of CPU against its 20 s; honest, 1 s). The decoding now
-    counts as the call's: the grader's work for the calls is within the time the sandbox charged."""
+    in the merged round 3, 4 calls fitted in an exercise bounded to 2 s of call time, for 4.0 s of the
+    grader's CPU against 2.2 s charged (grader grade of exercise 8: 25 s of CPU instead of 1 s, within
+    its two suites' 20 s each only because their checks make few calls). The decoding now counts as
+    the call's: the grader's work for the calls is within the time the sandbox charged. The link is the
+    one the suites' plugin gives the Student (it echoes the worker's output)."""
     limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0)
     with worker(ref, WIDE, limits=limits) as (student, box), bounded(120):
+        student.link = _EchoOutput(box)
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
         charged, cpu = box._spent, _grader_cpu()
         with pytest.raises(CallTimedOut, match="exercise"):
