@@ -33,7 +33,6 @@ import json
 import mmap
 import os
 import selectors
-import shutil
 import signal
 import stat
 import subprocess
@@ -285,7 +284,7 @@ class Sandbox:
         if self.lease is not None:
             self.lease.release()  # kills what is left of the uid and sweeps what it wrote
             self.lease = None
-        shutil.rmtree(self.home, ignore_errors=True)
+        isolation.remove_tree(self.home)  # however deep the worker nested its scratch
 
     def output(self) -> str:
         """What the worker printed (capped), for the instructor's log."""

@@ -1090,6 +1090,19 @@ def wide(argument):
 
 
 @_attack
+def nest(depth):
+    # folders one inside the other in the worker's scratch, deeper than Python recurses
+    start = _os.getcwd()
+    for _ in range(int(depth)):
+        _os.mkdir("d")
+        _os.chdir("d")
+        with open("f", "w") as handle:
+            handle.write("x")
+    _os.chdir(start)
+    return [1.0]
+
+
+@_attack
 def trickle(size):
     # `size` bytes of an answer at once, then two more every 50 ms, never the newline that ends it
     import time
@@ -1133,6 +1146,21 @@ def test_an_answer_that_never_ends_is_cut_at_the_calls_deadline(ref, size):
             student.softmax(f"trickle:{size}")
         assert _grader_cpu() - cpu < 2.0 and box.log[-1] == "softmax timed out"
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
+
+
+def test_a_scratch_folder_nested_deeper_than_python_recurses_is_removed_at_close(ref):
+    """The worker nests 3,000 folders (a file in each) in its scratch. In the merged round 3 closing the
+    sandbox raised RecursionError (shutil.rmtree, ignore_errors or not) and left its folder behind
+    (3,000 folders and files for each sandbox of each grading; grader grade went on, a check lost)."""
+    source = REFERENCE + HOOK_OFF + COMMANDS + textwrap.dedent(WIDE)
+    limits = Limits(call_seconds=20.0, import_seconds=5.0)
+    student, box = sandboxed_student(source, ref, ref, EXERCISE_OF, limits=limits)
+    with bounded(120):
+        try:
+            assert student.softmax("nest:3000") == [1.0]
+        finally:
+            student.close()  # the worker is killed first: nothing adds to the tree while it goes
+    assert not box.home.exists()
 
 
 # -- 8. one run budget -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 from grader.errors import KitError
 from grader.intake import MAX_MEMBER_BYTES, MAX_MEMBERS, IntakeError, Submission, read_submission
+from grader.isolation import remove_tree
 
 LAB = "def double(x):\n    return 2 * x\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4"
@@ -113,8 +114,11 @@ def test_a_folder_nested_deeper_than_python_recurses_is_refused_with_a_message(t
     escaped `grader grade` (a traceback, no results.json) and the Otter path's take_submission."""
     (tmp_path / "optimization_toolkit.py").write_text("x = 1\n")
     nest(tmp_path, 1500)
-    with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
-        read_submission(tmp_path)
+    try:
+        with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
+            read_submission(tmp_path)
+    finally:
+        remove_tree(tmp_path / "d")  # pytest's own clean-up of old runs recurses too
     shallow = tmp_path / "shallow"
     shallow.mkdir()
     (shallow / "optimization_toolkit.py").write_text("x = 1\n")

@@ -321,14 +321,18 @@ def test_a_tree_deeper_than_python_recurses_is_kept_whole_for_grader_grades_own_
     """Attack: 1,500 folders one inside the other beside the module. Before: os.walk's RecursionError
     escaped take_submission (run_otter.py ended with a traceback before Otter started: no results)."""
     from grader.intake import IntakeError, read_submission
+    from grader.isolation import remove_tree
     from tests.kit.test_kit_intake import nest
 
     ag = autograder_dir(tmp_path, {"optimization_toolkit.py": b"x = 1\n"})
     nest(ag / "submission", 1500)
-    graded = take_submission(ag)
-    assert graded == ag / KEPT / "received" and os.listdir(ag / "submission") == []
-    with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
-        read_submission(graded)
+    try:
+        graded = take_submission(ag)
+        assert graded == ag / KEPT / "received" and os.listdir(ag / "submission") == []
+        with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
+            read_submission(graded)
+    finally:
+        remove_tree(ag)  # pytest's own clean-up of old runs recurses too
 
 
 def test_a_fifo_named_like_the_module_and_control_characters_in_names_are_not_read(tmp_path):
