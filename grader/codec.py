@@ -107,7 +107,11 @@ class Codec:
         )
 
     def _is_lab_function(self, value: Any) -> bool:
-        return isinstance(value, types.FunctionType) and getattr(self.module, value.__name__, None) is value
+        return (
+            isinstance(value, types.FunctionType)
+            and value.__module__ == self.module.__name__
+            and getattr(self.module, value.__name__, None) is value
+        )
 
     # -- decoding -------------------------------------------------------------------------------------
 
@@ -184,7 +188,7 @@ class Codec:
     def _function(self, data: dict, depth: int) -> Callable:
         name = data["$function"]
         fn = getattr(self.module, name, None) if type(name) is str else None
-        if not callable(fn):
+        if fn is None or not self._is_lab_function(fn):  # no class, nothing imported (dataclasses.replace)
             raise CodecError(f"{name!r} is not a function of the lab")
         if self.functions is not None and name not in self.functions:
             raise CodecError(f"{name!r} may not be an argument here (not on the open call's graph)")

@@ -27,6 +27,7 @@ from grader.errors import KitError
 from grader.layout import MODULE
 
 MAX_MEMBERS = 2000
+MAX_FOLDER_DEPTH = 64  # folders inside folders: os.walk recurses (Python 3.11), a deeper tree would overflow
 MAX_MEMBER_BYTES = 5 * 1024 * 1024
 MAX_TOTAL_BYTES = 50 * 1024 * 1024
 
@@ -198,6 +199,8 @@ def _folder_members(root: Path) -> dict[str, Reader]:
     # followlinks=False, and linked files are skipped too: a link could point at the solutions.
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not _skipped(d))
+        if dirs and len(Path(folder).relative_to(root).parts) >= MAX_FOLDER_DEPTH:
+            raise _Unreadable(f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own")
         for file in sorted(files):
             file_path = Path(folder, file)
             if _skipped(file) or file_path.is_symlink() or not file_path.is_file():

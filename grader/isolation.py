@@ -20,7 +20,6 @@ import errno
 import fcntl
 import functools
 import os
-import shutil
 import signal
 import stat
 import tempfile
@@ -227,6 +226,56 @@ def _kill_processes(uid: int) -> None:
             continue
 
 
+def remove_tree(path: str | Path) -> None:
+    """Remove a folder and all it holds, however deep, following no link, ignoring what cannot be
+    removed. shutil.rmtree recurses once per level: a worker's scratch nested deeper than Python's
+    recursion limit made it raise RecursionError, ignore_errors or not. Here one descriptor at a time,
+    each folder entered by name from its parent (paths that deep are longer than the kernel takes)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    entered: list[tuple[str, list[str]]] = []  # each folder entered: its name, its parent's still to do
+    try:
+        folders = _empty_of_files(fd)
+        while True:
+            if folders:
+                name = folders.pop()
+                with contextlib.suppress(OSError):
+                    fd, parent = os.open(name, flags, dir_fd=fd), fd
+                    os.close(parent)
+                    entered.append((name, folders))
+                    folders = _empty_of_files(fd)
+                continue
+            if not entered:
+                break
+            fd, emptied = os.open("..", flags, dir_fd=fd), fd
+            os.close(emptied)
+            name, folders = entered.pop()
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _empty_of_files(fd: int) -> list[str]:
+    """Unlink what the folder open as `fd` holds but folders; their names."""
+    folders = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.name, dir_fd=fd)
+    return folders
+
+
 def _remove_owned(folder: str, uid: int) -> None:
     """Remove the entries of `folder` that `uid` owns; descend into folders others own but anyone may
     write into (a /tmp/shared of 1777), where `uid` may have left files too."""
@@ -239,7 +288,7 @@ def _remove_owned(folder: str, uid: int) -> None:
             info = entry.stat(follow_symlinks=False)
             if info.st_uid == uid:
                 if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(entry.path)
                 else:
                     os.unlink(entry.path)
             elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 from grader.intake import IntakeError, _choose, _members, _Unreadable
+from grader.isolation import remove_tree
 from grader.layout import MODULE
 
 KEPT = "optlab-submission"  # <autograder>/optlab-submission: what the kit's grader grades, root only
@@ -40,7 +41,7 @@ def take_submission(autograder_dir: Path) -> Path:
             _move(folder / name, received / name)
         _keep_module(_as_received(autograder_dir, received), module)
         if module.is_dir():
-            shutil.rmtree(received)
+            remove_tree(received)  # however deep (a .git intake never walks may be 1,500 folders deep)
     return module if module.is_dir() else _as_received(autograder_dir, received)
 
 

@@ -37,7 +37,6 @@ import json
 import mmap
 import os
 import selectors
-import shutil
 import signal
 import stat
 import subprocess
@@ -179,6 +178,7 @@ class Sandbox:
         self._start_failure: dict | None = None
         self._spent = 0.0
         self._spent_by: dict[int, float] = {}  # exercise -> wall-clock seconds of its calls
+        self._answered: tuple[int | None, float] | None = None  # the last call's exercise, when it ended
         self.restarts = 0
         self.log: list[str] = []
 
@@ -228,6 +228,20 @@ class Sandbox:
             self._spent += now - started
             if exercise is not None:
                 self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + now - calling
+            self._answered = (exercise, now)
+
+    def settled(self) -> None:
+        """The grader is done with the last call's answer (decoded, its changes written back): that work
+        was done for the submission and counts as the call's time, its exercise's and the run's. A
+        worker could otherwise send answers that cost it a millisecond each (4 MB of empty lists,
+        encoded once) and the grader a second each to decode, on no one's time."""
+        if self._answered is None:
+            return
+        (exercise, ended), self._answered = self._answered, None
+        spent = time.monotonic() - ended
+        self._spent += spent
+        if exercise is not None:
+            self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + spent
 
     def _timed_out(self, message: dict, deadline: _Deadline) -> dict:
         """End the worker whose call ran past `deadline`; the call's answer says whose time ran out."""
@@ -291,7 +305,7 @@ class Sandbox:
         if self.lease is not None:
             self.lease.release()  # kills what is left of the uid and sweeps what it wrote
             self.lease = None
-        shutil.rmtree(self.home, ignore_errors=True)
+        isolation.remove_tree(self.home)  # however deep the worker nested its scratch
 
     def output(self) -> str:
         """What the worker printed (capped), for the instructor's log."""

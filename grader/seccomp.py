@@ -12,7 +12,7 @@ and non-root alike, on every kernel since 4.14.
 Refused with EPERM (Python raises PermissionError, the call's answer names it; no SIGSYS crash):
 - socket, socketpair: every family (inet, inet6, unix pathname and abstract, netlink, packet, vsock...):
   no byte leaves a worker except on its pipes.
-- memfd_create; shmget, shmat (SysV shared memory); msgget, semget (SysV queues and semaphores);
+- memfd_create, memfd_secret; shmget, shmat (SysV shared memory); msgget, semget (SysV queues and semaphores);
   mq_open (POSIX queues): memory that the address-space limit does not count (a memfd grown with
   fallocate, a segment filled and detached) and, where the worker shares an IPC namespace with others
   (Docker), a channel to another process.
@@ -49,6 +49,7 @@ REFUSED = {
     "socket": (41, 198),
     "socketpair": (53, 199),
     "memfd_create": (319, 279),
+    "memfd_secret": (447, 447),
     "shmget": (29, 194),
     "shmat": (30, 196),
     "msgget": (68, 186),

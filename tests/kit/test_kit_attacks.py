@@ -41,6 +41,7 @@ from grader.expect import call, expect_close
 from grader.grading import grade
 from grader.isolation import protect_kit
 from grader.protocol import CallTimedOut, SubmissionError
+from grader.pytest_plugin import _EchoOutput
 from grader.sandbox import Limits, _cpu_time, proc_stat
 from grader.student import sandboxed_student
 from grader.worker import load_module
@@ -1063,6 +1064,103 @@ def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref
     with deadlines_worker(ref) as (student, _):
         answer = student.sft_grad(ref.TabPolicy(), function)
     assert answer.startswith("CodecError") and refused in answer, answer
+
+
+WIDE = """
+
+_WIDE = [[]] * 1_300_000  # 4 MB of JSON, about a second of the grader's CPU to decode
+_codec = _sys.modules["grader.codec"].Codec
+_encode, _encoded = _codec.encode, []
+
+
+def _encode_wide_once(self, value, depth=0):
+    if value is not _WIDE:
+        return _encode(self, value, depth)
+    if not _encoded:
+        _encoded.append(_encode(self, value, depth))
+    return _encoded[0]
+
+
+_codec.encode = _encode_wide_once
+
+
+@_attack
+def wide(argument):
+    return _WIDE
+
+
+@_attack
+def nest(depth):
+    # folders one inside the other in the worker's scratch, deeper than Python recurses
+    start = _os.getcwd()
+    for _ in range(int(depth)):
+        _os.mkdir("d")
+        _os.chdir("d")
+        with open("f", "w") as handle:
+            handle.write("x")
+    _os.chdir(start)
+    return [1.0]
+
+
+@_attack
+def trickle(size):
+    # `size` bytes of an answer at once, then two more every 50 ms, never the newline that ends it
+    import time
+
+    fd = next(o for o in _gc.get_objects() if type(o).__name__ == "PipeLink")._writer.fileno()
+    _os.write(fd, b'{"op":"return","value":[' + b"0," * (int(size) // 2))
+    while True:
+        _os.write(fd, b"0,")
+        time.sleep(0.05)
+"""
+
+
+def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
+    """Every softmax answer is 1.3 M empty lists, encoded once in the worker: 0.55 s of call time each
+    (sending 4 MB, parsing it), then 1.1 s of the grader's CPU to decode it, which was on no one's time:
+    in the merged round 3, 4 calls fitted in an exercise bounded to 2 s of call time, for 4.0 s of the
+    grader's CPU against 2.2 s charged (grader grade of exercise 8: 25 s of CPU instead of 1 s, within
+    its two suites' 20 s each only because their checks make few calls). The decoding now counts as
+    the call's: the grader's work for the calls is within the time the sandbox charged. The link is the
+    one the suites' plugin gives the Student (it echoes the worker's output)."""
+    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0)
+    with worker(ref, WIDE, limits=limits) as (student, box), bounded(120):
+        student.link = _EchoOutput(box)
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
+        charged, cpu = box._spent, _grader_cpu()
+        with pytest.raises(CallTimedOut, match="exercise"):
+            for _ in range(12):
+                assert len(student.softmax("wide:")) == 1_300_000
+        assert _grader_cpu() - cpu <= box._spent - charged + 0.5  # freeing each answer: outside
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # not its time
+
+
+@pytest.mark.parametrize("size", [0, 3_900_000])
+def test_an_answer_that_never_ends_is_cut_at_the_calls_deadline(ref, size):
+    """Held: half an answer (nothing, or 3.9 MB: just under the message bound), then a trickle that never
+    sends the newline. The grader waits no longer than the call's wall bound (4 s), reads each byte once,
+    and the next call starts afresh."""
+    with worker(ref, WIDE) as (student, box), bounded(60):
+        cpu = _grader_cpu()
+        with pytest.raises(CallTimedOut, match="still running after 4 s"):
+            student.softmax(f"trickle:{size}")
+        assert _grader_cpu() - cpu < 2.0 and box.log[-1] == "softmax timed out"
+        assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
+
+
+def test_a_scratch_folder_nested_deeper_than_python_recurses_is_removed_at_close(ref):
+    """The worker nests 3,000 folders (a file in each) in its scratch. In the merged round 3 closing the
+    sandbox raised RecursionError (shutil.rmtree, ignore_errors or not) and left its folder behind
+    (3,000 folders and files for each sandbox of each grading; grader grade went on, a check lost)."""
+    source = REFERENCE + HOOK_OFF + COMMANDS + textwrap.dedent(WIDE)
+    limits = Limits(call_seconds=20.0, import_seconds=5.0)
+    student, box = sandboxed_student(source, ref, ref, EXERCISE_OF, limits=limits)
+    with bounded(120):
+        try:
+            assert student.softmax("nest:3000") == [1.0]
+        finally:
+            student.close()  # the worker is killed first: nothing adds to the tree while it goes
+    assert not box.home.exists()
 
 
 # -- 8. one run budget -----------------------------------------------------------------------

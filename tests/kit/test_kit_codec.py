@@ -175,6 +175,9 @@ def test_callables_are_refused_unless_this_side_issues_callbacks(ref):
         {"$object": "Path", "state": {"$dict": []}},
         {"$object": "Program", "state": [1]},
         {"$function": "not_there"},
+        {"$function": "replace"},  # what the module imported: dataclasses.replace ran on main
+        {"$function": "dataclass"},
+        {"$function": "TabPolicy"},  # a class is no function
         {"$float": "1e400"},
         {"$eval": "1"},
         {"a": 1},

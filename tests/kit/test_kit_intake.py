@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import os
 import struct
 import zipfile
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from grader.errors import KitError
 from grader.intake import MAX_MEMBER_BYTES, MAX_MEMBERS, IntakeError, Submission, read_submission
+from grader.isolation import remove_tree
 
 LAB = "def double(x):\n    return 2 * x\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4"
@@ -94,6 +96,34 @@ def test_a_linked_file_is_not_followed(tmp_path):
     write(folder / "lab.py", LAB)
     (folder / "optimization_toolkit.py").symlink_to(secret)
     assert read_submission(folder).found_as == "lab.py"
+
+
+def nest(folder: Path, depth: int) -> None:
+    """`depth` folders one inside the other in `folder` (each opened from its parent: no long paths)."""
+    parent = os.open(folder, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=parent)
+        child = os.open("d", os.O_RDONLY, dir_fd=parent)
+        os.close(parent)
+        parent = child
+    os.close(parent)
+
+
+def test_a_folder_nested_deeper_than_python_recurses_is_refused_with_a_message(tmp_path):
+    """Attack: 1,500 folders one inside the other beside the module. Before: os.walk's RecursionError
+    escaped `grader grade` (a traceback, no results.json) and the Otter path's take_submission."""
+    (tmp_path / "optimization_toolkit.py").write_text("x = 1\n")
+    nest(tmp_path, 1500)
+    try:
+        with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
+            read_submission(tmp_path)
+    finally:
+        remove_tree(tmp_path / "d")  # pytest's own clean-up of old runs recurses too
+    shallow = tmp_path / "shallow"
+    shallow.mkdir()
+    (shallow / "optimization_toolkit.py").write_text("x = 1\n")
+    nest(shallow, 63)
+    assert read_submission(shallow).found_as == "optimization_toolkit.py"
 
 
 def test_a_zip_with_a_nested_folder(tmp_path):

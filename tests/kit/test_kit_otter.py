@@ -324,3 +324,45 @@ def test_a_grader_that_cannot_run_still_gives_every_exercise_with_the_reason(tmp
     assert all(why in f.summary() for f in results.results.values())
     show_kit_page(results, document)  # the page students see: the unscored document, which says why
     assert results.to_gradescope_dict(None) == document
+
+
+def test_a_tree_deeper_than_python_recurses_is_kept_whole_for_grader_grades_own_message(tmp_path):
+    """Attack: 1,500 folders one inside the other beside the module. Before: os.walk's RecursionError
+    escaped take_submission (run_otter.py ended with a traceback before Otter started: no results)."""
+    from grader.intake import IntakeError, read_submission
+    from grader.isolation import remove_tree
+    from tests.kit.test_kit_intake import nest
+
+    ag = autograder_dir(tmp_path, {"optimization_toolkit.py": b"x = 1\n"})
+    nest(ag / "submission", 1500)
+    try:
+        graded = take_submission(ag)
+        assert graded == ag / KEPT / "received" and os.listdir(ag / "submission") == []
+        with pytest.raises(IntakeError, match="nests folders more than 64 deep"):
+            read_submission(graded)
+    finally:
+        remove_tree(ag)  # pytest's own clean-up of old runs recurses too
+
+
+def test_a_deep_tree_in_a_hidden_folder_is_removed_with_the_rest(tmp_path):
+    """Attack: a .git folder 1,500 deep beside the module (intake never walks a hidden folder). Before:
+    removing what was received raised RecursionError in take_submission, before Otter started."""
+    from grader.isolation import remove_tree
+    from tests.kit.test_kit_intake import nest
+
+    ag = autograder_dir(tmp_path, {"optimization_toolkit.py": b"x = 1\n", ".git/HEAD": b""})
+    nest(ag / "submission" / ".git", 1500)
+    try:
+        graded = take_submission(ag)
+        assert files_under(ag / KEPT) == ["module/optimization_toolkit.py"] and graded == ag / KEPT / "module"
+    finally:
+        remove_tree(ag)  # pytest's own clean-up of old runs recurses too
+
+
+def test_a_fifo_named_like_the_module_and_control_characters_in_names_are_not_read(tmp_path):
+    """Held: a FIFO is never opened (reading it would wait for ever), names with newlines are only names."""
+    ag = autograder_dir(tmp_path, {"hw/optimization_toolkit.py": b"x = 1\n", "a\nb\x1b[2J.py": b""})
+    os.mkfifo(ag / "submission" / "optimization_toolkit.py")
+    graded = take_submission(ag)
+    assert files_under(ag / KEPT) == ["module/hw/optimization_toolkit.py"]
+    assert (graded / "hw/optimization_toolkit.py").read_bytes() == b"x = 1\n"

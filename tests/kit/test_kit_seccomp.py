@@ -24,6 +24,7 @@ import tempfile
 import types
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -257,6 +258,31 @@ while held < {WANTED_MB} << 20:
     held += chunk
 return [float(held >> 20)]
 """
+# memfd_secret (Linux 5.14, on by default from 6.5): a memfd whose pages are mapped only through mmap, each
+# mapping counted against the locked-memory limit while it lasts; a file's pages stay when it is unmapped.
+MEMFD_SECRET = f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = libc.mmap.restype = ctypes.c_void_p
+int_, long_ = ctypes.c_int, ctypes.c_long
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, int_, int_, int_, long_]
+held, chunk = 0, 4 << 20
+while held < {WANTED_MB} << 20:
+    fd = libc.syscall(ctypes.c_long(447), 0)  # memfd_secret on x86_64 and aarch64
+    if fd is None or fd > 1 << 32:
+        raise OSError(ctypes.get_errno(), "memfd_secret")
+    size = 16 << 20
+    while size and libc.ftruncate(fd, ctypes.c_long(size)) != 0:
+        size //= 2  # the file-size limit
+    for offset in range(0, size, chunk):
+        address = libc.mmap(None, chunk, 3, 1, fd, offset)  # PROT_READ|WRITE, MAP_SHARED
+        if address in (None, ctypes.c_void_p(-1).value):
+            return [float(held >> 20)]
+        ctypes.memset(address, 1, chunk)
+        libc.munmap(ctypes.c_void_p(address), ctypes.c_size_t(chunk))
+        held += chunk
+return [float(held >> 20)]
+"""
 MEMORY_CONFIGURATIONS = [("", "seccomp+cgroup"), ("cgroup", "seccomp"), ("seccomp", "cgroup")]
 
 
@@ -284,6 +310,16 @@ def test_sysv_shared_memory_holds_no_memory_past_the_limit(ref, layers_off, off,
     IPC namespace until the sandbox closed)."""
     layers = layers_off(off, holders)
     assert held_mb(attempt(ref, SYSV_SHM, MEMORY), layers) <= MEMORY.memory_bytes >> 20
+
+
+@pytest.mark.parametrize("off, holders", MEMORY_CONFIGURATIONS)
+def test_memfd_secret_holds_no_memory_past_the_limit(ref, layers_off, off, holders):
+    """Before (the filter without memfd_secret, the cgroup off as in Docker): 912 MB held by a worker
+    limited to 256 MB (57 files of 16 MB, as many as the open-files limit allows)."""
+    if not Path("/sys/module/secretmem/parameters/enable").is_file():
+        pytest.skip("this kernel has no memfd_secret")
+    layers = layers_off(off, holders)
+    assert held_mb(attempt(ref, MEMFD_SECRET, MEMORY), layers) <= MEMORY.memory_bytes >> 20
 
 
 # -- the filter itself -------------------------------------------------------------------------------------
@@ -352,6 +388,39 @@ def test_each_worker_runs_in_a_memory_cgroup_of_its_own_removed_at_close(ref, la
     finally:
         student.close()
     assert not folder.exists()
+
+
+CGROUP_ESCAPE = """
+from pathlib import Path
+parent = Path(%r)
+line = next(line for line in open("/proc/self/cgroup") if "optlab-" in line)
+mine = parent / line.strip().rsplit("/", 1)[1]
+errors = []
+writes = [(parent / "cgroup.procs", "0"), (mine / "memory.oom_control", "1")]
+writes += [(mine / name, "-1") for name in ("memory.limit_in_bytes", "memory.max") if (mine / name).exists()]
+for target, data in writes:
+    try:
+        target.write_text(data)
+        errors.append(0.0)
+    except OSError as error:
+        errors.append(float(error.errno))
+try:
+    (mine / "child").mkdir()
+    errors.append(0.0)
+except OSError as error:
+    errors.append(float(error.errno))
+return errors
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid layer needs root")
+def test_a_worker_cannot_leave_its_cgroup_or_raise_its_limit(ref, layers_off):
+    """Held (Landlock and namespaces off: the uid layer alone): the worker writes itself into the grader's
+    cgroup, raises its own limit, turns its OOM killer off, makes a child cgroup: every one refused
+    (EACCES), root owns the files and the worker's uid nothing there."""
+    layers_off("landlock,namespaces", "cgroup")
+    errors = attempt(ref, CGROUP_ESCAPE % str(cgroup.own_memory_cgroup()[1]))
+    assert isinstance(errors, list) and len(errors) == 4 and set(errors) == {float(errno.EACCES)}, errors
 
 
 MOUNTS_V1 = (
