@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -48,7 +47,7 @@ from grader import __version__
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS
 from grader.intake import printable
 from grader.inventory import INVENTORY
-from grader.isolation import private_copy
+from grader.isolation import private_copy, remove_tree
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
@@ -286,7 +285,7 @@ class _Job:
         return self.private / "results.new.json"
 
     def remove_private(self) -> None:
-        shutil.rmtree(self.private, ignore_errors=True)
+        remove_tree(self.private)
 
 
 def _grade_all(
@@ -386,7 +385,7 @@ def _start(root: Path, entry: Entry, key: str, options: BatchOptions) -> _Job:
                 env=dict(os.environ, **{GRADINGS_AT_ONCE: str(options.jobs)}),
             )
     except BaseException:
-        shutil.rmtree(copy.parent, ignore_errors=True)
+        remove_tree(copy.parent)
         raise
     now = time.monotonic()
     return _Job(entry, key, folder, process, now, now + options.timeout, copy.parent)

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import functools
 import os
+import shutil
 import signal
 import stat
 import tempfile
@@ -29,6 +30,8 @@ from pathlib import Path
 
 from grader import cgroup, landlock, mounts, seccomp
 from grader.errors import KitError
+from grader.intake import MAX_FOLDER_DEPTH
+from grader.mounts import remove_tree
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
 SWITCHABLE = ("landlock", "namespaces", "mounts", "audit_hook", "seccomp", "cgroup")
@@ -226,56 +229,6 @@ def _kill_processes(uid: int) -> None:
             continue
 
 
-def remove_tree(path: str | Path) -> None:
-    """Remove a folder and all it holds, however deep, following no link, ignoring what cannot be
-    removed. shutil.rmtree recurses once per level: a worker's scratch nested deeper than Python's
-    recursion limit made it raise RecursionError, ignore_errors or not. Here one descriptor at a time,
-    each folder entered by name from its parent (paths that deep are longer than the kernel takes)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return
-    entered: list[tuple[str, list[str]]] = []  # each folder entered: its name, its parent's still to do
-    try:
-        folders = _empty_of_files(fd)
-        while True:
-            if folders:
-                name = folders.pop()
-                with contextlib.suppress(OSError):
-                    fd, parent = os.open(name, flags, dir_fd=fd), fd
-                    os.close(parent)
-                    entered.append((name, folders))
-                    folders = _empty_of_files(fd)
-                continue
-            if not entered:
-                break
-            fd, emptied = os.open("..", flags, dir_fd=fd), fd
-            os.close(emptied)
-            name, folders = entered.pop()
-            with contextlib.suppress(OSError):
-                os.rmdir(name, dir_fd=fd)
-    except OSError:
-        return
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
-
-
-def _empty_of_files(fd: int) -> list[str]:
-    """Unlink what the folder open as `fd` holds but folders; their names."""
-    folders = []
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.name)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.name, dir_fd=fd)
-    return folders
-
-
 def _remove_owned(folder: str, uid: int) -> None:
     """Remove the entries of `folder` that `uid` owns; descend into folders others own but anyone may
     write into (a /tmp/shared of 1777), where `uid` may have left files too."""
@@ -402,12 +355,12 @@ def private_copy(submission: Path) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="optlab-submission-"))  # mode 700
     copy = folder / (submission.name or "submission")
     try:
-        if submission.is_dir():
-            shutil.copytree(submission, copy, symlinks=True, ignore=_links)
+        if submission.is_dir():  # no deeper than intake reads (copytree recurses once per level)
+            shutil.copytree(submission, copy, symlinks=True, ignore=_CopyIgnore(submission))
         else:
             shutil.copyfile(submission, copy)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
         raise
     return copy
 
@@ -423,7 +376,7 @@ def privately(submission: Path) -> Iterator[Path]:
     try:
         yield copy
     finally:
-        shutil.rmtree(copy.parent, ignore_errors=True)
+        remove_tree(copy.parent)
 
 
 def _private_folder(folder: Path) -> bool:
@@ -457,5 +410,14 @@ def exposed_source_warning(source: Path, layers: Layers) -> str | None:
     )
 
 
-def _links(folder: str, names: list[str]) -> list[str]:
-    return [name for name in names if os.path.islink(os.path.join(folder, name))]
+class _CopyIgnore:
+    """What a private copy of a submission folder leaves out: links, and everything below the depth past
+    which intake refuses the folder anyway (so the copy still shows intake that it is too deep)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __call__(self, folder: str, names: list[str]) -> list[str]:
+        if len(Path(folder).relative_to(self.root).parts) > MAX_FOLDER_DEPTH:
+            return names
+        return [name for name in names if os.path.islink(os.path.join(folder, name))]

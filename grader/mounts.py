@@ -25,11 +25,11 @@ ended at the first check, whatever it wrote.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import functools
 import os
-import shutil
 import stat
 import tempfile
 import time
@@ -146,7 +146,7 @@ def unmount_stale(uid: int) -> None:
             path = Path(mount_point.encode().decode("unicode_escape"))  # mountinfo escapes spaces as \040
             if libc is not None and libc.umount2(os.fsencode(path), MNT_DETACH) == 0:
                 if path.parent.parent == SANDBOXES:
-                    shutil.rmtree(path.parent, ignore_errors=True)
+                    remove_tree(path.parent)
 
 
 def _mount_proc(libc: ctypes.CDLL) -> None:
@@ -263,7 +263,7 @@ class ScratchQuota:
         """Empty the scratch folder (after a breach, before the next worker starts)."""
         for entry in os.scandir(self.scratch):
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                remove_tree(entry.path)
             else:
                 try:
                     os.unlink(entry.path)
@@ -348,3 +348,53 @@ class _Tally:
                     self.walk(entry.path)
             elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
                 self.owned(entry.path, uid)
+
+
+def remove_tree(path: str | Path) -> None:
+    """Remove a folder and all it holds, however deep, following no link, ignoring what cannot be
+    removed. shutil.rmtree recurses once per level: a worker's scratch nested deeper than Python's
+    recursion limit made it raise RecursionError, ignore_errors or not. Here one descriptor at a time,
+    each folder entered by name from its parent (paths that deep are longer than the kernel takes)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    entered: list[tuple[str, list[str]]] = []  # each folder entered: its name, its parent's still to do
+    try:
+        folders = _empty_of_files(fd)
+        while True:
+            if folders:
+                name = folders.pop()
+                with contextlib.suppress(OSError):
+                    fd, parent = os.open(name, flags, dir_fd=fd), fd
+                    os.close(parent)
+                    entered.append((name, folders))
+                    folders = _empty_of_files(fd)
+                continue
+            if not entered:
+                break
+            fd, emptied = os.open("..", flags, dir_fd=fd), fd
+            os.close(emptied)
+            name, folders = entered.pop()
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _empty_of_files(fd: int) -> list[str]:
+    """Unlink what the folder open as `fd` holds but folders; their names."""
+    folders = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.name, dir_fd=fd)
+    return folders

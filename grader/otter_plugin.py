@@ -23,7 +23,6 @@ import copy
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from otter.test_files import GradingResults, TestCase, TestCaseResult
 from otter.test_files.ottr_test import OttrTestFile  # a test file Otter only reports, never runs
 
 from grader.grading import kit_manifest
+from grader.isolation import remove_tree
 from grader.layout import MANIFEST, ZIP_KIT
 from grader.manifest import Exercise
 from grader.otter_submission import take_submission
@@ -56,7 +56,7 @@ class KitGrading(AbstractOtterPlugin):
         self.autograder_dir = Path(config.autograder_dir).resolve()
         copy = self.autograder_dir / "submission" / Path(ZIP_KIT).name  # Otter copies files/* there
         if copy.is_dir() and not copy.is_symlink() and (copy / MANIFEST).is_file():
-            shutil.rmtree(copy)
+            remove_tree(copy)
         self.graded = take_submission(self.autograder_dir)
         skip_otters_kernel()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import json
 import os
 import struct
 import zipfile
@@ -13,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli import main
 from grader.errors import KitError
 from grader.intake import MAX_MEMBER_BYTES, MAX_MEMBERS, IntakeError, Submission, read_submission
 from grader.isolation import remove_tree
+from tests.kit.conftest import KIT
 
 LAB = "def double(x):\n    return 2 * x\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4"
@@ -124,6 +127,23 @@ def test_a_folder_nested_deeper_than_python_recurses_is_refused_with_a_message(t
     (shallow / "optimization_toolkit.py").write_text("x = 1\n")
     nest(shallow, 63)
     assert read_submission(shallow).found_as == "optimization_toolkit.py"
+
+
+def test_grader_grade_of_a_folder_nested_deeper_than_python_recurses_says_so(tmp_path, capsys):
+    """As root, `grader grade` grades a private copy of the folder (issue 23: its command line names no
+    path a worker could read): the copy stops below intake's depth, so the same one-line refusal comes,
+    never copytree's RecursionError."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "optimization_toolkit.py").write_text("x = 1\n")
+    nest(submission, 1500)
+    out = tmp_path / "results.json"
+    try:
+        code = main(["--root", str(KIT), "grade", str(submission), "-o", str(out), "--exercise", "8"])
+    finally:
+        remove_tree(submission / "d")
+    assert code == 0, capsys.readouterr()
+    assert "nests folders more than 64 deep" in json.loads(out.read_text())["output"]
 
 
 def test_a_zip_with_a_nested_folder(tmp_path):
