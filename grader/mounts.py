@@ -298,12 +298,43 @@ class _Tally:
         self.bytes += info.st_blocks * 512
 
     def walk(self, folder: str) -> None:
-        todo = [folder]
-        while todo and not self.full():
-            try:
-                entries = list(os.scandir(todo.pop()))
-            except OSError:
-                continue
+        """Count what `folder` holds, however deep: each folder entered by name from its parent and left
+        by "..", one descriptor at a time (a path past PATH_MAX, 2,000 folders down, cannot be opened:
+        what lies below it would go uncounted)."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        try:
+            fd = os.open(folder, flags)
+        except OSError:
+            return
+        entered: list[list[str]] = []  # for each folder entered, its parent's folders still to count
+        try:
+            folders = self._count(fd)
+            while not self.full():
+                if folders:
+                    try:
+                        child = os.open(folders.pop(), flags, dir_fd=fd)
+                    except OSError:
+                        continue
+                    os.close(fd)
+                    fd = child
+                    entered.append(folders)
+                    folders = self._count(fd)
+                elif entered:
+                    parent = os.open("..", flags, dir_fd=fd)
+                    os.close(fd)
+                    fd = parent
+                    folders = entered.pop()
+                else:
+                    return
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+
+    def _count(self, fd: int) -> list[str]:
+        """Count the entries of the folder open as `fd`; the names of its folders."""
+        folders = []
+        with os.scandir(fd) as entries:
             for entry in entries:
                 try:
                     info = entry.stat(follow_symlinks=False)
@@ -311,9 +342,10 @@ class _Tally:
                     continue
                 self.add(info)
                 if stat.S_ISDIR(info.st_mode):
-                    todo.append(entry.path)
+                    folders.append(entry.name)
                 if self.full():
-                    return
+                    break
+        return folders
 
     def open_unlinked(self, pid: int) -> None:
         """Files the worker holds open after removing them: on disk, in no folder."""

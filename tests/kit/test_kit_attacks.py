@@ -39,7 +39,7 @@ import pytest
 
 from grader.expect import call, expect_close
 from grader.grading import grade
-from grader.isolation import protect_kit
+from grader.isolation import LAYERS_OFF, protect_kit
 from grader.protocol import CallTimedOut, SubmissionError
 from grader.pytest_plugin import _EchoOutput
 from grader.sandbox import Limits, _cpu_time, proc_stat
@@ -1090,14 +1090,17 @@ def wide(argument):
 
 
 @_attack
-def nest(depth):
-    # folders one inside the other in the worker's scratch, deeper than Python recurses
+def nest(arguments):
+    # folders one inside the other in the worker's scratch, deeper than Python recurses (and past
+    # PATH_MAX from the scratch folder: 2,048 levels of "d/"); then megabytes in files at the bottom
+    depth, megabytes = (int(n) for n in arguments.split(","))
     start = _os.getcwd()
-    for _ in range(int(depth)):
+    for _ in range(depth):
         _os.mkdir("d")
         _os.chdir("d")
-        with open("f", "w") as handle:
-            handle.write("x")
+    for number in range(megabytes):
+        with open(f"f{number}", "wb") as handle:
+            handle.write(b"x" * (1 << 20))
     _os.chdir(start)
     return [1.0]
 
@@ -1148,19 +1151,43 @@ def test_an_answer_that_never_ends_is_cut_at_the_calls_deadline(ref, size):
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
 
 
-def test_a_scratch_folder_nested_deeper_than_python_recurses_is_removed_at_close(ref):
-    """The worker nests 3,000 folders (a file in each) in its scratch. In the merged round 3 closing the
-    sandbox raised RecursionError (shutil.rmtree, ignore_errors or not) and left its folder behind
-    (3,000 folders and files for each sandbox of each grading; grader grade went on, a check lost)."""
+def test_a_scratch_folder_nested_deeper_than_python_recurses_is_removed_at_close(ref, monkeypatch):
+    """The worker nests 3,000 folders in its scratch. In the merged round 3 closing the sandbox raised
+    RecursionError (shutil.rmtree, ignore_errors or not) and left its folder behind (for each sandbox of
+    each grading; grader grade went on, a check lost). The mount layer is off: its tmpfs would go whole."""
+    monkeypatch.setenv(LAYERS_OFF, _with_off("mounts"))
     source = REFERENCE + HOOK_OFF + COMMANDS + textwrap.dedent(WIDE)
     limits = Limits(call_seconds=20.0, import_seconds=5.0)
     student, box = sandboxed_student(source, ref, ref, EXERCISE_OF, limits=limits)
     with bounded(120):
         try:
-            assert student.softmax("nest:3000") == [1.0]
+            assert student.softmax("nest:3000,0") == [1.0]
         finally:
             student.close()  # the worker is killed first: nothing adds to the tree while it goes
     assert not box.home.exists()
+
+
+def test_files_below_a_path_longer_than_path_max_count_against_the_disk_quota(ref, monkeypatch):
+    """Without the mount layer (Docker's default) the grader walks the scratch folder for its quota. The
+    walk opened folders by path: 2,100 folders down a path is longer than PATH_MAX and could not be
+    opened, so 100 MB written there were never counted (the call returned). Now each folder is entered
+    from its parent: the worker is ended at its quota."""
+    monkeypatch.setenv(LAYERS_OFF, _with_off("mounts"))
+    source = REFERENCE + HOOK_OFF + COMMANDS + textwrap.dedent(WIDE)
+    limits = Limits(call_seconds=20.0, import_seconds=5.0, file_bytes=2 << 20)
+    student, box = sandboxed_student(source, ref, ref, EXERCISE_OF, limits=limits)
+    with bounded(120):
+        try:
+            with pytest.raises(SubmissionError, match="quota of its scratch folder"):
+                student.softmax("nest:2100,100")
+            assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])
+        finally:
+            student.close()
+
+
+def _with_off(layer: str) -> str:
+    """OPTLAB_LAYERS_OFF with `layer` added to what the run already switched off."""
+    return ",".join(filter(None, (os.environ.get(LAYERS_OFF, ""), layer)))
 
 
 # -- 8. one run budget -----------------------------------------------------------------------
