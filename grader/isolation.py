@@ -21,7 +21,6 @@ import fcntl
 import functools
 import os
 import shutil
-import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -35,9 +34,15 @@ from grader.mounts import remove_tree
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
 SWITCHABLE = ("landlock", "namespaces", "mounts", "audit_hook", "seccomp", "cgroup")
-# Numeric uids (and gids) for workers: no passwd entry needed; far from the system's and people's ranges.
-WORKER_UIDS = range(64100, 64228)
-LEASES = Path("/run/optlab-kit/worker-uids")  # root's own: one lock file per uid in use
+# Numeric uids (and gids) for workers: no passwd entry needed; far from the system's and people's ranges,
+# below nobody (65534) and within the 65,536 uids a user namespace maps by default. A site that maps uids
+# differently, or wants another range, sets WORKER_UIDS_VARIABLE to "FIRST-LAST".
+WORKER_UIDS_VARIABLE = "OPTLAB_WORKER_UIDS"
+DEFAULT_WORKER_UIDS = range(64100, 65500)
+# root's own: one lock file per uid in use; shared by every grader of the machine (a container may share
+# the host's by a bind mount: its gradings then never even draw a uid in use on the host)
+LEASES_VARIABLE = "OPTLAB_UID_LEASES"
+DEFAULT_LEASES = Path("/run/optlab-kit/worker-uids")
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 NAMESPACE_FLAGS = CLONE_NEWNET | CLONE_NEWIPC  # a loopback that is down; SysV IPC and mqueues of its own
@@ -169,14 +174,23 @@ def unshare_function():
 
 
 class UidLease:
-    """A worker uid held by this process until `release`: no other worker, of this grader or another
-    on the machine, runs under it meanwhile. Whatever the uid left behind is swept at lease and release
-    (a grader killed mid-grading leaves its uid's leftovers to the next lease)."""
+    """A worker uid held by this process until `release`: no other worker of a grader that shares its
+    lease folder runs under it meanwhile. Graders that do not share one (a host and its containers, two
+    containers, two PID namespaces) draw from a wide range at a random place, pass over every uid a
+    process they can see already runs under, and kill no process they did not start (a worker cannot
+    start another: RLIMIT_NPROC is 0, so killing its process group ends all of it): a uid drawn twice
+    costs neither grading anything. Whatever the uid left behind in files and IPC is swept at lease
+    and release, where no process of it is left."""
 
     def __init__(self) -> None:
-        _prepare_lease_folder()
-        for uid in WORKER_UIDS:
-            handle = os.open(LEASES / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+        leases = leases_folder()
+        uids = worker_uids()
+        busy = _process_uids()
+        start = int.from_bytes(os.urandom(4), "big") % len(uids)
+        for uid in (uids[(start + step) % len(uids)] for step in range(len(uids))):
+            if uid in busy:
+                continue
+            handle = os.open(leases / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -187,7 +201,8 @@ class UidLease:
             sweep_uid(uid)
             return
         raise IsolationError(
-            f"all {len(WORKER_UIDS)} worker uids are in use: grade fewer submissions at once (-j)"
+            f"all {len(uids)} worker uids are in use: grade fewer submissions at once (-j), or give "
+            f"{WORKER_UIDS_VARIABLE} a wider range"
         )
 
     def release(self) -> None:
@@ -198,18 +213,39 @@ class UidLease:
         self._handle = None
 
 
-def _prepare_lease_folder() -> None:
-    LEASES.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = os.stat(LEASES, follow_symlinks=False)
+def worker_uids() -> range:
+    """The uids workers run under: WORKER_UIDS_VARIABLE's "FIRST-LAST", else DEFAULT_WORKER_UIDS."""
+    text = os.environ.get(WORKER_UIDS_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_WORKER_UIDS
+    try:
+        first, last = (int(part) for part in text.split("-"))
+    except ValueError:
+        first = last = -1
+    if not 0 < first <= last < 2**32 - 1:
+        raise IsolationError(
+            f"{WORKER_UIDS_VARIABLE}={text!r} is not a range of uids: write FIRST-LAST, such as 64100-65499"
+        )
+    return range(first, last + 1)
+
+
+def leases_folder() -> Path:
+    """The folder of lease files (LEASES_VARIABLE, else DEFAULT_LEASES), made root's alone."""
+    folder = Path(os.environ.get(LEASES_VARIABLE) or DEFAULT_LEASES)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = os.stat(folder, follow_symlinks=False)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
-        raise IsolationError(f"{LEASES} must be a folder of root's that only root may open: remove it")
+        raise IsolationError(f"{folder} must be a folder of root's that only root may open: remove it")
+    return folder
 
 
 def sweep_uid(uid: int, stale_mounts: bool = True) -> None:
-    """Kill every process of `uid`, and remove what it owns in the shared writable folders (at any
-    depth) and in SysV IPC, and (`stale_mounts`: where no sandbox of this process holds the uid) a
-    scratch tmpfs of its left mounted, so nothing a worker wrote outlives its grading."""
-    _kill_processes(uid)
+    """Remove what `uid` owns in the shared writable folders (at any depth) and in SysV IPC, and
+    (`stale_mounts`: where no sandbox of this process holds the uid) a scratch tmpfs of its left
+    mounted, so nothing a worker wrote outlives its grading; nothing where a process runs under `uid`
+    (another grader's worker, which this one did not start and must not disturb)."""
+    if uid in _process_uids():
+        return
     if stale_mounts:
         mounts.unmount_stale(uid)
     for top in SHARED_WRITABLE:
@@ -218,15 +254,14 @@ def sweep_uid(uid: int, stale_mounts: bool = True) -> None:
     _remove_sysv_ipc(uid)
 
 
-def _kill_processes(uid: int) -> None:
+def _process_uids() -> set[int]:
+    """The uids of the processes this grader can see (/proc: its PID namespace and those below it)."""
+    uids = set()
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid == uid:
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError):
-            continue
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                uids.add(entry.stat().st_uid)
+    return uids
 
 
 def _remove_owned(folder: str, uid: int) -> None:

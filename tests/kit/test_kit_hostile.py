@@ -373,7 +373,7 @@ def assert_nothing_left_behind(tmp_path: Path) -> None:
     left = []
     for path in Path("/tmp").iterdir():
         try:
-            if path.lstat().st_uid in isolation.WORKER_UIDS:
+            if path.lstat().st_uid in isolation.worker_uids():
                 left.append(path)
         except FileNotFoundError:  # another program's file, gone meanwhile
             continue

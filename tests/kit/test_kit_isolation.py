@@ -83,7 +83,7 @@ def test_concurrent_workers_each_get_a_uid_of_their_own_and_cannot_signal_each_o
     second, second_box = open_student(ref, "import signal\nos.kill(int(xs[0]), signal.SIGKILL)\nreturn [1.0]")
     try:
         uid, pid = first.softmax([0.0])
-        assert uid in isolation.WORKER_UIDS and uid != 0
+        assert uid in isolation.worker_uids() and uid != 0
         with pytest.raises(PermissionError):
             second.softmax([pid])
         assert first.softmax([0.0])[1] == pid  # still the same worker: the signal never reached it
@@ -401,3 +401,58 @@ def test_a_worker_cannot_lift_its_own_limits(ref, layers_off, off):
         assert student.softmax([0.0]) == []
     finally:
         student.close()
+
+
+@as_root
+def test_a_uid_a_process_runs_under_is_passed_over_and_never_killed(monkeypatch):
+    """Issue 25: a grader leased uids from its own lease folder, first free first, and killed every process
+    of the uid at lease and release: one in a container killed the host's worker of the same uid (the
+    reference scored 70.98 to 99.8). Now a uid that a visible process runs under is passed over, and a
+    lease kills nothing it did not start."""
+    first = isolation.worker_uids()[0]
+    monkeypatch.setenv(isolation.WORKER_UIDS_VARIABLE, f"{first}-{first + 1}")
+    foreign = subprocess.Popen(["sleep", "60"], user=first, group=first, extra_groups=[])
+    try:
+        for _ in range(3):
+            lease = isolation.UidLease()
+            assert lease.uid == first + 1
+            lease.release()
+        assert foreign.poll() is None  # another grader's worker, say: alive
+    finally:
+        foreign.kill()
+        foreign.wait()
+    monkeypatch.setenv(isolation.WORKER_UIDS_VARIABLE, "0-10")
+    with pytest.raises(isolation.IsolationError, match="not a range of uids"):
+        isolation.worker_uids()
+
+
+@as_root
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare (util-linux)")
+def test_graders_with_their_own_leases_in_separate_pid_namespaces_never_disturb_each_other(tmp_path):
+    """Issue 25: two kit instances on one kernel with separate lease folders, one of them in a PID
+    namespace of its own (a container beside the host): both grade the reference at once, again and
+    again, and both get every point every time. On main both leased 64100 first and the host's sweep
+    killed the other's worker."""
+    out = {name: tmp_path / f"{name}.json" for name in ("host", "inner")}
+    command = {
+        name: [sys.executable, "-m", "grader", "--root", str(KIT), "grade", str(KIT / "solutions" /
+               "optimization_toolkit.py"), "-o", str(path), "--exercise", "8", "--exercise", "12"]
+        for name, path in out.items()
+    }  # fmt: skip
+    command["inner"] = ["unshare", "--pid", "--fork", "--mount-proc", *command["inner"]]
+    for _ in range(5):
+        runs = {
+            name: subprocess.Popen(
+                command[name],
+                env={**os.environ, isolation.LEASES_VARIABLE: str(tmp_path / f"{name}-leases")},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for name in out
+        }
+        for name, run in runs.items():
+            printed, _ = run.communicate(timeout=300)
+            document = json.loads(out[name].read_text())
+            assert run.returncode == 0, printed[-2000:]
+            assert document["score"] == document["extra_data"]["points_possible"], (name, printed[-2000:])
