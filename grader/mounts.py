@@ -44,6 +44,10 @@ SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}.get(os.uname().machine if ha
 AT_RECURSIVE, MOUNT_ATTR_RDONLY = 0x8000, 0x1
 SANDBOXES = Path("/run/optlab-kit/sandboxes")  # root's; the sandboxes' homes, with the mount layer
 QUOTA_SECONDS = 0.05  # at most how often the grader walks a worker's disk (a tmpfs: at every check)
+# and at least how often: a slow walk (a worker that nests folders as the walk goes down them) must not
+# space the readings out while it writes (the walk stops at the quota; the grader's time waiting for
+# the worker is the call's own, bounded by its deadline)
+QUOTA_MAX_SECONDS = 0.5
 # and the walk takes at most a tenth of the grader's time (4,000 files: about 40 ms)
 SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
 HIDEPID = (b"hidepid=invisible", b"hidepid=2")  # Linux 5.8+ names it; older kernels know the number
@@ -233,8 +237,8 @@ class ScratchQuota:
             if now < self.next_reading:
                 return None
         used_bytes, used_files = self.usage(pid)
-        if not self.mounted:  # a walk of thousands of files takes tens of ms: at most a tenth of the time
-            self.next_reading = now + max(QUOTA_SECONDS, 9 * (time.monotonic() - now))
+        if not self.mounted:  # a walk of thousands of files takes tens of ms: a tenth of the time, at most
+            self.next_reading = now + min(QUOTA_MAX_SECONDS, max(QUOTA_SECONDS, 9 * (time.monotonic() - now)))
         if used_bytes < self.max_bytes and used_files < self.max_files:
             return None
         self.breached = True
