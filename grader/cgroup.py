@@ -21,7 +21,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-PREFIX = "optlab-"  # a sandbox's cgroup: optlab-<grader pid>-<n>, beneath the grader's own
+PREFIX = "optlab-"  # a sandbox's cgroup: optlab-<pid namespace>.<grader pid>-<n>, beneath the grader's own
 _LIMIT_FILE = {1: "memory.limit_in_bytes", 2: "memory.max"}
 _counter = itertools.count()
 
@@ -64,6 +64,16 @@ def own_memory_cgroup(
     return None
 
 
+def _grader_name() -> str:
+    """This grader's name among the cgroups: its pid, qualified by its PID namespace (graders in two
+    containers on one host share the hierarchy, and their pids repeat)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{namespace}.{os.getpid()}"
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -79,7 +89,7 @@ def version() -> int:
     if found is None:
         return 0
     kind, folder = found
-    probe = folder / f"{PREFIX}probe-{os.getpid()}"
+    probe = folder / f"{PREFIX}probe-{_grader_name()}"
     try:
         probe.mkdir()
     except OSError:
@@ -90,12 +100,15 @@ def version() -> int:
 
 
 def _remove_stale(folder: Path) -> None:
-    """Remove this process's probe, and the empty cgroups of graders that ended (killed before they could
-    close their sandboxes)."""
+    """Remove this process's probe, and the empty cgroups of graders of this PID namespace that ended
+    (killed before they could close their sandboxes). A grader in another PID namespace cannot be seen
+    from here, alive or not: its cgroups are left to it."""
+    namespace = _grader_name().split(".")[0]
     for entry in folder.glob(PREFIX + "*-*"):
-        owner = entry.name[len(PREFIX) :].split("-")[0]
-        probe = entry.name == f"{PREFIX}probe-{os.getpid()}"
-        if probe or (owner.isdigit() and not Path(f"/proc/{owner}").exists()):
+        owner_namespace, _, owner = entry.name[len(PREFIX) :].split("-")[0].partition(".")
+        probe = entry.name == f"{PREFIX}probe-{_grader_name()}"
+        ended = owner_namespace == namespace and owner.isdigit() and not Path(f"/proc/{owner}").exists()
+        if probe or ended:
             try:
                 entry.rmdir()
             except OSError:
@@ -110,7 +123,7 @@ class MemoryLimit:
         if found is None or version() == 0:
             raise OSError("no memory cgroup can be made here")
         self.version, parent = found
-        self.folder = parent / f"{PREFIX}{os.getpid()}-{next(_counter)}"
+        self.folder = parent / f"{PREFIX}{_grader_name()}-{next(_counter)}"
         self.folder.mkdir()
         try:
             self._write(_LIMIT_FILE[self.version], limit_bytes)

@@ -390,6 +390,28 @@ def test_each_worker_runs_in_a_memory_cgroup_of_its_own_removed_at_close(ref, la
     assert not folder.exists()
 
 
+@pytest.mark.skipif(cgroup.version() == 0, reason="no memory cgroup can be made here")
+def test_a_grader_removes_only_the_stale_cgroups_of_its_own_pid_namespace():
+    """CI on ac6aad7: a grader in a PID namespace of its own (a container beside the host) saw the host
+    grader's new, still empty cgroup, named after a pid it cannot see, took it for a dead grader's and
+    removed it; the host's worker could not join it ("Exception occurred in preexec_fn"). A cgroup's name
+    carries its grader's PID namespace, and only this namespace's dead graders' cgroups are removed."""
+    parent = cgroup.own_memory_cgroup()[1]
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = 2**22 + 1  # above the kernel's pid_max: no process has it
+    other = parent / f"{cgroup.PREFIX}{namespace + 1}.{dead}-0"  # another namespace's: not seen, kept
+    mine = parent / f"{cgroup.PREFIX}{namespace}.{dead}-0"  # this namespace's, its grader gone: removed
+    other.mkdir()
+    mine.mkdir()
+    try:
+        cgroup._remove_stale(parent)
+        assert other.exists() and not mine.exists()
+    finally:
+        for folder in (other, mine):
+            if folder.exists():
+                folder.rmdir()
+
+
 CGROUP_ESCAPE = """
 from pathlib import Path
 parent = Path(%r)
