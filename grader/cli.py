@@ -11,18 +11,19 @@ was escaped, a line says so.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from grader.errors import KitError
 from grader.grading import GRADING_FAILED, RUN_SECONDS, SUBMISSION_SECONDS, Graded, grade
 from grader.intake import ESCAPED_NOTE, printable
 from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
-from grader.layout import find_root
+from grader.layout import MANIFEST, find_root, installed_root
 from grader.scoring import points_text
 
 if TYPE_CHECKING:
@@ -32,39 +33,92 @@ if TYPE_CHECKING:
 
 PROG = "grader"
 _ROOT_HELP = (
-    "the kit tree (default: the nearest folder at or above the current one holding grader/exercises.toml)"
+    "the kit tree (default: the nearest folder at or above the current one holding grader/exercises.toml, "
+    "else the kit this grader was installed from)"
 )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); returns the exit code."""
-    args = build_parser().parse_args(argv)
-    root = args.root if args.root is not None else find_root(Path.cwd())
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help (0), or bad arguments, said in one line (2)
+        return done.code if isinstance(done.code, int) else 2
     _escapes_said.clear()
     if argv is None and args.command in ("grade", "batch") and os.geteuid() == 0:
         hide_command_line(f"{PROG} {args.command}")  # workers run beside this process: its paths hidden
     try:
-        return args.run(args, root)
+        return args.run(args, kit_root(args.root, Path.cwd()))
     except KitError as error:
         return _fail(str(error))
     except OSError as error:
         return _fail(f"{error.filename}: {error.strerror}" if error.filename else str(error))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with bad arguments told in one line, as every other bad input is, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+def kit_root(given: Path | None, here: Path) -> Path:
+    """The kit the command works on: `--root`, else the nearest kit at or above `here`, else the kit this
+    grader was installed from; a KitError that says how to point at one when there is none."""
+    if given is not None:
+        if not (given / MANIFEST).is_file():
+            raise KitError(f"{given}: not a kit (no {MANIFEST} there): give --root the kit's own folder")
+        return given
+    found = find_root(here)
+    if (found / MANIFEST).is_file():
+        return found
+    installed = installed_root()
+    if installed is None:
+        raise KitError(
+            f"no kit at or above {here}, and this grader was not installed from one: "
+            "run it inside the kit's folder or give --root KIT"
+        )
+    return installed
+
+
+def number(kind: type[int] | type[float], low: float, high: float, above: bool = False):
+    """An argparse type: a `kind` from `low` (or above it) to `high`, else exit 2 with what is allowed."""
+    words = "a whole number" if kind is int else "a number"
+    allowed = f"{'above' if above else 'from'} {low:g} {'and at most' if above else 'to'} {high:g}"
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {words} (give one {allowed})") from None
+        if not math.isfinite(value) or not (low < value if above else low <= value) or value > high:
+            raise argparse.ArgumentTypeError(f"{text} is out of range (give {words} {allowed})")
+        return value
+
+    return parse
+
+
+_SECONDS = number(float, 0, 7 * 24 * 3600, above=True)  # a week: anything longer is a typo
+_CALL_SECONDS = number(float, 0, 3600, above=True)
+_EXERCISE = number(int, 1, 999)
+_JOBS = number(int, 1, 1024)
+_SHARE = number(float, 0, 1, above=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser; each subcommand sets `run(args, root) -> exit code`."""
     # --root is accepted before or after the subcommand
-    root_option = argparse.ArgumentParser(add_help=False)
+    root_option = _Parser(add_help=False)
     root_option.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=_ROOT_HELP)
     # grade and batch: the same per-call limit and choice of exercises
-    grading_options = argparse.ArgumentParser(add_help=False)
+    grading_options = _Parser(add_help=False)
     grading_options.add_argument(
-        "--call-timeout", type=float, default=None, metavar="S", help="seconds per call"
+        "--call-timeout", type=_CALL_SECONDS, default=None, metavar="S", help="seconds per call"
     )
     grading_options.add_argument(
-        "--exercise", type=int, action="append", metavar="N", help="grade only exercise N (repeatable)"
+        "--exercise", type=_EXERCISE, action="append", metavar="N", help="grade only exercise N (repeatable)"
     )
-    parser = argparse.ArgumentParser(prog=PROG, description="Build, check and grade the optimization lab.")
+    parser = _Parser(prog=PROG, description="Build, check and grade the optimization lab.")
     parser.add_argument("--root", type=Path, default=None, help=_ROOT_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -82,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help=summary, description=summary, parents=[root_option]
     )
     validate_command.add_argument(
-        "--exercise", type=int, action="append", metavar="N", help="check only exercise N (repeatable)"
+        "--exercise", type=_EXERCISE, action="append", metavar="N", help="check only exercise N (repeatable)"
     )
     validate_command.add_argument(
         "--no-trivial", action="store_true", help="skip the trivial-answer check (grader.trivial)"
@@ -94,9 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
         "grade", help=summary, description=summary, parents=[root_option, grading_options]
     )
     grade_command.add_argument("submission", type=Path, metavar="SUBMISSION")
-    grade_command.add_argument("-o", "--output", type=Path, default=Path("results.json"), metavar="RESULTS")
     grade_command.add_argument(
-        "--run-timeout", type=float, default=RUN_SECONDS, metavar="S",
+        "-o", "--output", type=Path, default=None, metavar="RESULTS",
+        help="where to write results.json (default: beside the submission, NAME.results.json)",
+    )  # fmt: skip
+    grade_command.add_argument(
+        "--run-timeout", type=_SECONDS, default=RUN_SECONDS, metavar="S",
         help=f"wall-clock seconds for the whole test run (default {RUN_SECONDS:g})",
     )  # fmt: skip
     grade_command.set_defaults(run=_run_grade)
@@ -111,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch_command.add_argument("source", type=Path, metavar="SOURCE")
     where = batch_command.add_mutually_exclusive_group()
     where.add_argument(
-        "-j", "--jobs", type=int, default=None, metavar="N", help="submissions at once (default: CPUs)"
+        "-j", "--jobs", type=_JOBS, default=None, metavar="N", help="submissions at once (default: CPUs)"
     )
     where.add_argument(
         "--cluster", default=None, metavar="ADDRESS",
@@ -124,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="list whose grade changes against this earlier grades.csv (default: the one being replaced)",
     )  # fmt: skip
     batch_command.add_argument(
-        "--timeout", type=float, default=SUBMISSION_SECONDS, metavar="S",
+        "--timeout", type=_SECONDS, default=SUBMISSION_SECONDS, metavar="S",
         help=f"wall-clock seconds per submission (default {SUBMISSION_SECONDS:g})",
     )  # fmt: skip
     batch_command.set_defaults(run=_run_batch)
@@ -141,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", type=Path, default=Path("similarity.html"), metavar="HTML"
     )
     similarity_command.add_argument(
-        "--threshold", type=float, default=0.5, metavar="SHARE",
+        "--threshold", type=_SHARE, default=0.5, metavar="SHARE",
         help="list pairs where one shares at least this share of its exercise code (default 0.5)",
     )  # fmt: skip
     similarity_command.set_defaults(run=_run_similarity)
@@ -220,17 +277,27 @@ def _grade_privately(root: Path, args: argparse.Namespace) -> Graded:
         return grade(root, submission, args.output, args.call_timeout, args.exercise, args.run_timeout)
 
 
+def results_beside(submission: Path) -> Path:
+    """Where `grade` writes without -o: beside the submission, named after it (ada.py -> ada.results.json),
+    so that grading several submissions in one folder overwrites none."""
+    submission = submission.resolve()
+    stem = submission.stem if submission.suffix.lower() in (".py", ".zip") else submission.name
+    return submission.parent / f"{stem}.results.json"
+
+
 def _run_grade(args: argparse.Namespace, root: Path) -> int:
     if not args.submission.exists():
         return _fail(f"{args.submission}: no such file or folder (give a .py file, a folder or a .zip)")
-    if args.run_timeout <= 0:
-        return _fail("--run-timeout must be positive")
+    chosen = args.output is not None
+    if not chosen:
+        args.output = results_beside(args.submission)
     print(machine_layers().summary())
     try:
         graded = _grade_privately(root, args)
-    except OSError as error:  # results.json itself could not be written (a full disk)
+    except OSError as error:  # results.json itself could not be written (a full disk, a read-only folder)
         where = error.filename or args.output
-        _say(f"{PROG}: error: the grading failed: {where}: {error.strerror or error}", file=sys.stderr)
+        hint = "" if chosen else " (give -o PATH to write results.json elsewhere)"
+        _say(f"{PROG}: error: the grading failed: {where}: {error.strerror or error}{hint}", file=sys.stderr)
         return GRADING_FAILED
     _say(graded.document["output"], lines=True)
     if graded.printed.strip():
@@ -257,7 +324,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     from grader.roster import scan_source
 
     jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
-    if problem := _batch_input_problem(args, jobs):
+    if problem := _batch_input_problem(args):
         return _fail(problem)
     manifest = kit_manifest(root)
     inventory = load_inventory(root)  # a stale kit fails here, not once per submission
@@ -399,8 +466,6 @@ def _run_similarity(args: argparse.Namespace, root: Path) -> int:
 
     if not args.source.exists():
         return _fail(f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)")
-    if not 0 < args.threshold <= 1:
-        return _fail("--threshold must be above 0 and at most 1")
     manifest = kit_manifest(root)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="optlab-similarity-") as scratch:
@@ -440,11 +505,7 @@ def _run_package(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def _batch_input_problem(args: argparse.Namespace, jobs: int) -> str | None:
-    if jobs < 1:
-        return f"-j must be at least 1 (got {jobs})"
-    if args.timeout <= 0 or (args.call_timeout is not None and args.call_timeout <= 0):
-        return "--timeout and --call-timeout must be positive"
+def _batch_input_problem(args: argparse.Namespace) -> str | None:
     if not args.source.exists():
         return f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)"
     return None

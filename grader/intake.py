@@ -186,7 +186,7 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
         yield _folder_members(path), "the submission"
     elif not path.is_file():
         raise _Unreadable(f"{shown(str(path))} is neither a file nor a folder")
-    elif _is_zip(path):
+    elif _is_zip(path) or path.suffix.lower() == ".zip":  # a damaged zip is named as one
         with _open_zip(path) as archive:
             yield _zip_members(archive, shown(path.name)), shown(path.name)
     else:

@@ -35,6 +35,13 @@ GRADING_MODULES = (
 )  # fmt: skip
 
 
+def installed_root() -> Path | None:
+    """The kit tree this grader package was loaded from (the kit's own folder, or an editable install of
+    it), if it is one: `grader` run from any folder finds it."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / MANIFEST).is_file() and (root / REFERENCE).is_file() else None
+
+
 def find_root(start: Path) -> Path:
     """The nearest folder at or above `start` that holds the manifest; `start` itself if none does."""
     start = start.resolve()

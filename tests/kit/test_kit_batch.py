@@ -584,10 +584,11 @@ def test_a_csv_cell_never_starts_a_formula() -> None:
     [
         (["nowhere"], "nowhere: no such folder or zip"),
         (["{file}"], "not a folder of submissions or a Gradescope export zip"),
-        (["{folder}", "-j", "0"], "-j must be at least 1 (got 0)"),
+        (["{folder}", "-j", "0"], "argument -j/--jobs: 0 is out of range (give a whole number from 1"),
         (["{empty}"], "empty: no submissions in it"),
         (["{notes}"], "notes: no submissions in it (skipped, not submissions: grades.pdf, README.md)"),
-        (["{folder}", "--timeout", "0"], "--timeout and --call-timeout must be positive"),
+        (["{folder}", "--timeout", "0"], "argument --timeout: 0 is out of range (give a number above 0"),
+        (["{folder}", "--call-timeout", "nan"], "argument --call-timeout: nan is out of range"),
         (["{folder}", "--exercise", "99"], "no exercise 99 in the manifest"),
         (
             ["{folder}", "--compare", "{file}"],

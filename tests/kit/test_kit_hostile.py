@@ -415,4 +415,4 @@ def test_grade_refuses_a_run_timeout_that_is_not_positive(capsys):
 
     reference = str(KIT / "solutions" / "optimization_toolkit.py")
     assert main(["--root", str(KIT), "grade", reference, "--run-timeout", "0"]) == 2
-    assert "--run-timeout must be positive" in capsys.readouterr().err
+    assert "argument --run-timeout: 0 is out of range" in capsys.readouterr().err
