@@ -358,12 +358,12 @@ def _quietly(run: Callable[[], Any]) -> Any:
 
 def report_rows(checks: Sequence[TrivialCheck], header: bool = True) -> list[str]:
     """Per exercise: the largest share a trivial answer earns, which variant, and the checks it passed."""
-    rows = [f"{'trivial answers':32} {'best':>6}  {'variant':16} checks passed"] if header else []
+    rows = [f"{'trivial answers':32} {'best':>6}  {'variant':17} checks passed"] if header else []
     for check in checks:
         best = check.best
         verdict = "ok" if not check.problems else "PROBLEM"
         rows.append(
-            f"{check.exercise.label[:32]:32} {100 * best.share:>5.1f}%  {best.variant:16} "
+            f"{check.exercise.label[:32]:32} {100 * best.share:>5.1f}%  {best.variant:17} "
             f"{len(best.passed)}/{best.tests}  {verdict}  ({check.seconds:.1f} s)"
         )
         for nodeid in best.passed:

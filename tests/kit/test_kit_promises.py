@@ -24,8 +24,9 @@ import pytest
 
 from grader.build import build
 from grader.cli import main
-from grader.grading import kit_manifest
-from grader.inventory import INVENTORY, account_for, load_inventory
+from grader.errors import KitError
+from grader.grading import grade, kit_manifest
+from grader.inventory import INVENTORY, InventoryError, account_for, load_inventory
 from grader.layout import POINTS_DOC, PROMISES
 from grader.local import ExerciseInfo, Verdict, VisiblePromise, exercises_data
 from grader.manifest import Exercise, Manifest, parse_manifest
@@ -380,7 +381,7 @@ def test_an_edited_promise_file_makes_the_inventory_stale(small_kit):
     promises.write_text(SMALL_PROMISES.replace("weight = 2", "weight = 3"))
     assert build(small_kit, check=True).stale == (INVENTORY, POINTS_DOC)
     with pytest.raises(
-        Exception, match=r"the suite files differ from tests/inventory.json \(tests/promises/ex01"
+        InventoryError, match=r"the suite files differ from tests/inventory.json \(tests/promises/ex01"
     ):
         load_inventory(small_kit)
 
@@ -503,7 +504,7 @@ def test_a_records_promise_is_the_inventorys_never_the_runs():
 
 
 def test_a_check_naming_a_promise_the_kit_lacks_is_a_kit_error():
-    with pytest.raises(Exception, match="names the promise 'f.gone', which the kit lacks"):
+    with pytest.raises(KitError, match="names the promise 'f.gone', which the kit lacks"):
         tallies([record("a", True, "f.gone")], PROMISES_F)
 
 
@@ -574,6 +575,33 @@ def test_the_handouts_exercise_data_holds_the_visible_promises_only(small_kit):
     assert "double.zero" not in text and "says" not in text and "test_" not in text
 
 
+def test_grading_scores_a_submission_that_raises_by_promise_end_to_end(small_kit, tmp_path):
+    """`grader grade` on the small kit: the reference gets every point; `double` raising ValueError on
+    every call passes both error checks and earns nothing on exercise 1, and results.json says which
+    promise each check checks."""
+    build(small_kit)
+    reference = grade(small_kit, small_kit / "solutions/optimization_toolkit.py", tmp_path / "ref.json")
+    assert reference.document["score"] == 6
+    raising = tmp_path / "optimization_toolkit.py"
+    raising.write_text(SMALL_REFERENCE.replace('    """Twice x; ValueError when x is not a number."""\n', (
+        '    """Twice x; ValueError when x is not a number."""\n    raise ValueError("no")\n'
+    )))  # fmt: skip
+    graded = grade(small_kit, raising, tmp_path / "results.json")
+    entries = {t["name"]: (t["score"], t["extra_data"]["passed"]) for t in graded.document["tests"]}
+    assert entries == {
+        "1 double: visible checks": (0.0, 1),
+        "1 double: hidden checks": (0.0, 1),
+        "2 halve: visible checks": (1.0, 1),
+        "2 halve: hidden checks": (1.0, 1),
+    }
+    checks = {
+        c["check"].split("::")[1]: c["promise"]
+        for t in graded.document["tests"]
+        for c in t["extra_data"]["checks"]
+    }
+    assert checks["test_refuses_none"] == "double.refuses" and checks["test_doubles_more[0.5]"] == ""
+
+
 # -- trivial answers that raise ---------------------------------------------------------------------------
 
 
@@ -584,7 +612,7 @@ def test_answers_that_raise_on_every_call_earn_nothing_where_error_checks_are_ga
     code = f"""
         import json
         from pathlib import Path
-        from grader.grading import kit_manifest
+        from grader.grading import grade, kit_manifest
         from grader.trivial import check_trivial
         root = Path({str(small_kit)!r})
         variants = ["raises-valueerror", "raises-typeerror"]
