@@ -1,14 +1,17 @@
-"""`grader build`: generate the student module from the reference and the manifest, and the suites'
-inventory from the suites, or list what is stale."""
+"""`grader build`: generate the student module from the reference and the manifest, the suites' inventory
+from the suites and the promises, and docs/points.md (how the points split) from the manifest and the
+inventory; or list what is stale."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.inventory import INVENTORY, collect_inventory
-from grader.layout import MANIFEST, REFERENCE, STUDENT
+from grader.layout import MANIFEST, POINTS_DOC, REFERENCE, STUDENT
 from grader.manifest import load_manifest
+from grader.points_doc import points_doc
 from grader.reference import read_reference
 from grader.stubs import stub_module
 
@@ -29,6 +32,7 @@ def generated_files(root: Path) -> dict[Path, str]:
     files = {STUDENT: stub_module(reference.source, manifest, reference.path)}
     if (root / "tests").is_dir():
         files[INVENTORY] = collect_inventory(root)
+        files[POINTS_DOC] = points_doc(manifest, json.loads(files[INVENTORY]))
     return files
 
 

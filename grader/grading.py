@@ -1,10 +1,11 @@
 """`grader grade`: one submission from start to results.json. Intake reads it; the suites run against it
 (visible, then hidden in a fresh worker) in a child pytest whose `student` fixture calls the sandbox; every
-test of the inventory is accounted for; the manifest's points are shared out; the grader alone writes
-results.json. A submission that cannot be graded at all still gets a results.json that says why. A grading
-that fails (the test run's report lost: a full disk, pytest's own error) gets a results.json that says the
-grading failed and why, never a score of what its tests would have been had they all failed; `grader
-grade` then exits with GRADING_FAILED, and `grader batch` records it as crashed and grades it again.
+test of the inventory is accounted for; the manifest's points are shared out over the promises the
+inventory says the tests check (grader.scoring); the grader alone writes results.json. A submission that
+cannot be graded at all still gets a results.json that says why. A grading that fails (the test run's
+report lost: a full disk, pytest's own error) gets a results.json that says the grading failed and why,
+never a score of what its tests would have been had they all failed; `grader grade` then exits with
+GRADING_FAILED, and `grader batch` records it as crashed and grades it again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from grader.inventory import account_for, load_inventory
 from grader.isolation import machine_layers
 from grader.layout import MANIFEST, REFERENCE, SUITES
 from grader.manifest import Manifest, load_manifest
+from grader.promises import inventory_promises
 from grader.reference import read_reference
 from grader.results import results_document, unscored_document, write_results
 from grader.scoring import SuiteScore, score_suites
@@ -74,7 +76,8 @@ def grade(
         return _failed(crash, out, time.monotonic() - started)
     records, reason, notes, printed = run
     notes = [*intake.notes, *notes]
-    scores = tuple(score_suites(manifest, account_for(inventory, records, reason)))
+    records = account_for(inventory, records, reason)
+    scores = tuple(score_suites(manifest, records, promises=inventory_promises(inventory)))
     extra = {
         "kit_version": __version__,
         "submission": {"found_as": printable(intake.found_as, lines=False), "sha256": _digest(intake)},

@@ -4,7 +4,8 @@ The handout is what a student needs to do the lab and run its visible tests with
 hypothesis installed: the stub module, the visible suite, the part of the grader that runs it (the
 `student` fixture, the sandboxed worker, the codec), a pytest.ini and a README. The check reads the zip
 as written and refuses it if it holds a hidden test (file, name or code), an exercise body of the
-reference, or the manifest's fields about hidden checks.
+reference, the manifest's fields about hidden checks, or a promise file (tests/promises: the hidden checks'
+promises too; the handout's tests/exercises.json holds what the verdict needs of the visible ones).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
-from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
+from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, PROMISES, REFERENCE, STUDENT
 from grader.local import EXERCISES_FILE, exercises_data
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
@@ -68,6 +69,7 @@ pythonpath = .
 addopts = -p no:cacheprovider -p grader.pytest_plugin
 markers =
     exercise(id): the exercise a test checks
+    promise(id): the promise of a function's docstring a test checks
 """
 
 
@@ -124,8 +126,8 @@ From another folder, name this one and give the file with `=`:
 `python -m pytest path/to/optlab-handout --submission=path/to/other.py`.
 
 Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
-passed, the points they earn (each check of an exercise, visible or hidden, is worth the same share of
-its points), how many hidden checks it has, and its state: not started, failing, passing or timed out.
+passed, the points they earn (as the grader scores them: see "How you are graded"), how many hidden
+checks it has, and its state: not started, failing, passing or timed out.
 A test whose function still raises the stub's `NotImplementedError` shows as `N` (not started), with
 no traceback. What your function printed during a failing test is shown under that test.
 
@@ -149,7 +151,11 @@ in this process instead: `python -m pytest --worker inprocess --pdb`.
 ## How you are graded
 
 The grader runs these visible tests and hidden ones, which check the same functions on other inputs
-and the properties their docstrings promise. Each exercise's points are shared out over its tests.
+and the properties their docstrings promise. Each exercise's points are split between its visible and
+hidden checks; within each, over the promises its functions' docstrings make (a result, an edge case,
+an argument left unchanged, the random draws, an error raised), and a promise's share over the checks
+that check it: one mistake costs what it breaks. A check that an error is raised earns only when a
+check of another kind of the same function passes too: raising on every input earns nothing.
 A function that calls another exercise's function is graded with a correct version of that other
 function, so one mistake costs points once. Passing every visible test is a good sign, not a promise.
 """
@@ -185,6 +191,7 @@ def _grading_only(name: str) -> bool:
     return (
         "hidden" in parts
         or "solutions" in parts
+        or PROMISES.name in parts[:-1]  # tests/promises: every promise, the hidden checks' too
         or name.endswith((MANIFEST.name, "inventory.json"))
         or (len(parts) == 2 and parts[0] == "grader" and Path(name).stem not in HANDOUT_RUNNER)
     )

@@ -1,7 +1,9 @@
-"""The suites' inventory (tests/inventory.json): every test the suites hold, with its exercise, suite and
-the property it states, and the SHA-256 of every suite file. `grader build` writes it by collecting the
+"""The suites' inventory (tests/inventory.json): every test the suites hold, with its exercise, suite, the
+property it states and the promise it checks; every promise of tests/promises (grader.promises); and the
+SHA-256 of every suite file and promise file. `grader build` writes it by collecting the
 suites (no submission code runs); grading checks the files against it before a run and counts every
-test of it that the run did not report as failed, so no test can go missing silently.
+test of it that the run did not report as failed, so no test can go missing silently. Grading reads
+the promises from here alone: a record's promise is the inventory's, never what a run reports.
 
 It also holds the kit's other derived facts: the call contract of the reference (grader.contract), which
 other exercises each exercise function may have answered by the reference, and which of its
@@ -15,12 +17,14 @@ import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from grader.contract import derive_contract
 from grader.errors import KitError
-from grader.layout import MANIFEST, REFERENCE, SUITES
+from grader.layout import MANIFEST, PROMISES, REFERENCE, SUITES
 from grader.manifest import load_manifest
+from grader.promises import load_promises, naming_problems, promise_files
 from grader.reference import read_reference
 from grader.suites import TestRecord
 
@@ -32,10 +36,12 @@ class InventoryError(KitError):
 
 
 def suite_files(root: Path) -> dict[str, str]:
-    """Relative path -> SHA-256 of every file the suites run: the test files and their conftest."""
+    """Relative path -> SHA-256 of every file the suites run (the test files and their conftest) and of
+    every promise file: a promise edited after `grader build` makes the inventory stale."""
     paths = [root / "tests" / "conftest.py"]
     for suite in SUITES:
         paths += sorted((root / "tests" / suite).rglob("*.py"))
+    paths += promise_files(root)
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in paths
@@ -56,7 +62,17 @@ def collect_inventory(root: Path) -> str:
             tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-5:])
             raise InventoryError(f"collecting the suites failed: {tail}")
         tests = json.loads(out.read_text())
-    document = {"files": suite_files(root), "tests": tests, "contract": reference_contract(root)}
+    manifest = load_manifest(root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()))
+    promises = load_promises(root, manifest)
+    if problems := naming_problems(promises, tests):
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InventoryError(f"{problems[0]}{more}: fix the marker or {PROMISES}")
+    document = {
+        "files": suite_files(root),
+        "tests": tests,
+        "promises": {promise.id: promise.as_data() for promise in promises.values()},
+        "contract": reference_contract(root),
+    }
     return json.dumps(document, indent=1, sort_keys=True) + "\n"
 
 
@@ -94,7 +110,8 @@ def load_inventory(root: Path) -> dict:
 
 
 def account_for(inventory: dict, records: list[TestRecord], reason: str) -> list[TestRecord]:
-    """`records` in inventory order, each expected test that is absent added as failed with `reason`."""
+    """`records` in inventory order, each expected test that is absent added as failed with `reason`;
+    each with the promise the inventory gives its test."""
     reported = {r.nodeid: r for r in records}
     out = []
     for test in inventory["tests"]:
@@ -103,5 +120,5 @@ def account_for(inventory: dict, records: list[TestRecord], reason: str) -> list
             record = TestRecord(
                 test["nodeid"], test["exercise"], test["suite"], False, "missing", test["property"], reason
             )
-        out.append(record)
+        out.append(replace(record, promise=test.get("promise", "")))
     return out

@@ -17,6 +17,8 @@ MODULE_FILE = f"{MODULE}.py"
 MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions") / MODULE_FILE
 STUDENT = Path("student") / MODULE_FILE
+PROMISES = Path("tests/promises")  # exNN.toml: every promise of an exercise's functions (grader.promises)
+POINTS_DOC = Path("docs/points.md")  # generated: how each exercise's points split over its promises
 SUITES: tuple[Suite, ...] = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 BYTECODE_CACHE = Path(".optlab-pycache")  # compiled modules of the test runs, kept (grader.suites)
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope
@@ -25,13 +27,14 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
     "__init__", "audit", "cgroup", "codec", "errors", "expect", "intake", "isolation", "landlock", "layout",
-    "local", "mounts", "protocol", "pytest_plugin", "sandbox", "seccomp", "student", "worker",
+    "local", "mounts", "promises", "protocol", "pytest_plugin", "sandbox", "scoring", "seccomp", "student",
+    "worker",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "errors", "expect", "grading",
     "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts", "otter_plugin",
-    "otter_submission", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring", "seccomp",
-    "student", "suites", "worker",
+    "otter_submission", "promises", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring",
+    "seccomp", "student", "suites", "worker",
 )  # fmt: skip
 
 

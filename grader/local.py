@@ -1,15 +1,16 @@
 """The grader's verdict on a local run: what a student sees at the end of `python -m pytest`.
 
 At the end of every run of the suites, a table with one row per exercise that ran: its visible checks
-passed of total, the visible points they earn (each check of an exercise is worth the same share of
-its points, hidden checks included, exactly as `grader grade` scores them), how many hidden checks it
-has (they run only when graded) and a state: not started, failing, passing or timed out. A test that
-fails only because its function still raises the stub's NotImplementedError is reported as "not
-started", without a traceback.
+passed of total, the visible points they earn (scored by grader.scoring's rule, exactly as `grader
+grade` scores the visible entry: its points split over the promises its checks name), how many hidden
+checks it has (they run only when graded) and a state: not started, failing, passing or timed out. A
+test that fails only because its function still raises the stub's NotImplementedError is reported as
+"not started", without a traceback.
 
-The exercises (ids, titles, functions, points, how many visible and hidden checks) come from the
-manifest and inventory in the kit, and from `tests/exercises.json` in the student handout (written by
-`grader package`: nothing secret, only counts).
+The exercises (ids, titles, functions, points, how many visible and hidden checks, the visible entry's
+points and the promises its checks name) come from the manifest and inventory in the kit, and from
+`tests/exercises.json` in the student handout (written by `grader package`: nothing about the hidden
+checks but their number).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from grader.scoring import Tally, entry_score, split_points
 
 EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdict table needs
 NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
@@ -28,8 +31,19 @@ _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
 
 
 @dataclass(frozen=True)
+class VisiblePromise:
+    """A promise that visible checks name, and how many of the visible entry's checks name it."""
+
+    id: str
+    function: str
+    kind: str
+    weight: int | float
+    checks: int
+
+
+@dataclass(frozen=True)
 class ExerciseInfo:
-    """What the local verdict knows about an exercise: no hidden test's name, code or input."""
+    """What the local verdict knows about an exercise: no hidden test's name, code, input or promise."""
 
     id: int
     title: str
@@ -37,30 +51,43 @@ class ExerciseInfo:
     points: float
     visible: int  # checks in tests/visible
     hidden: int  # checks in tests/hidden (run only when graded)
-
-    @property
-    def share(self) -> float:
-        """The points one check earns: every check of an exercise, visible or hidden, earns the same."""
-        return self.points / (self.visible + self.hidden) if self.visible + self.hidden else 0.0
+    visible_points: float = 0.0  # the visible entry's points, as grader.scoring splits the exercise's
+    promises: tuple[VisiblePromise, ...] = ()  # the promises the visible checks name
+    unmarked: int = 0  # visible checks that name no promise (each a promise of its own)
 
 
 def exercises_data(manifest, inventory: dict) -> list[dict]:
     """The content of tests/exercises.json for a manifest and inventory (also what the kit computes)."""
     counts: dict[tuple[int, str], int] = {}
+    named: dict[int, dict[str, int]] = {}  # exercise -> promise ("": none) -> its visible checks
     for test in inventory["tests"]:
         key = (test["exercise"], test["suite"])
         counts[key] = counts.get(key, 0) + 1
-    return [
-        {
+        if test["suite"] == "visible":
+            mine = named.setdefault(test["exercise"], {})
+            mine[test.get("promise", "")] = mine.get(test.get("promise", ""), 0) + 1
+    promises = inventory.get("promises", {})
+    out = []
+    for e in manifest.exercises:
+        visible, hidden = counts.get((e.id, "visible"), 0), counts.get((e.id, "hidden"), 0)
+        maxima = split_points(e, [n for n in (visible, hidden) if n])
+        mine = named.get(e.id, {})
+        out.append({
             "id": e.id,
             "title": e.title,
             "functions": list(e.functions),
             "points": e.points,
-            "visible": counts.get((e.id, "visible"), 0),
-            "hidden": counts.get((e.id, "hidden"), 0),
-        }
-        for e in manifest.exercises
-    ]
+            "visible": visible,
+            "hidden": hidden,
+            "visible_points": maxima[0] if visible else 0.0,
+            "promises": [
+                {"id": name, **{k: promises[name][k] for k in ("function", "kind", "weight")}, "checks": n}
+                for name, n in mine.items()
+                if name
+            ],
+            "unmarked": mine.get("", 0),
+        })  # fmt: skip
+    return out
 
 
 def load_exercises(root: Path) -> list[ExerciseInfo]:
@@ -70,10 +97,14 @@ def load_exercises(root: Path) -> list[ExerciseInfo]:
         data = json.loads(path.read_text(encoding="utf-8"))["exercises"]
     else:
         data = _kit_data(root)
-    return [
-        ExerciseInfo(d["id"], d["title"], tuple(d["functions"]), d["points"], d["visible"], d["hidden"])
-        for d in data
-    ]
+    out = []
+    for d in data:
+        plain = {k: d[k] for k in ("id", "title", "points", "visible", "hidden", "visible_points")}
+        promises = tuple(VisiblePromise(**p) for p in d["promises"])
+        out.append(
+            ExerciseInfo(**plain, functions=tuple(d["functions"]), promises=promises, unmarked=d["unmarked"])
+        )
+    return out
 
 
 def _kit_data(root: Path) -> list[dict]:
@@ -100,6 +131,7 @@ class Outcome:
     suite: str
     state: str  # passed, failed, not started, timed out
     message: str = ""
+    promise: str = ""  # the promise it checks ("": it names none)
 
 
 @dataclass
@@ -109,11 +141,13 @@ class Verdict:
     exercises: list[ExerciseInfo]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
-    def record(self, nodeid: str, exercise: int, suite: str, state: str, message: str = "") -> None:
+    def record(
+        self, nodeid: str, exercise: int, suite: str, state: str, message: str = "", promise: str = ""
+    ) -> None:
         """Record a test's outcome; a failure in any phase (setup, call, teardown) wins over a pass."""
         known = self.outcomes.get(nodeid)
         if known is None or known.state == "passed":
-            self.outcomes[nodeid] = Outcome(exercise, suite, state, message)
+            self.outcomes[nodeid] = Outcome(exercise, suite, state, message, promise)
 
     def rows(self) -> list[dict]:
         """One row per exercise that had a test in this run, in manifest order."""
@@ -130,8 +164,8 @@ class Verdict:
                 "title": exercise.title,
                 "passed": passed,
                 "total": len(visible),
-                "score": round(exercise.share * passed, 6),
-                "max_score": round(exercise.share * len(visible), 6),
+                "score": entry_score(exercise.visible_points, _tallies(exercise, visible, only_passed=True)),
+                "max_score": entry_score(exercise.visible_points, _tallies(exercise, visible, False)),
                 "hidden": exercise.hidden,
                 "hidden_passed": sum(o.state == "passed" for o in hidden) if hidden else None,
                 "state": _state(mine),
@@ -177,6 +211,19 @@ class Verdict:
         if len(rows) < len(self.exercises):
             out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")
         return out
+
+
+def _tallies(exercise: ExerciseInfo, visible: list[Outcome], only_passed: bool) -> list[Tally]:
+    """The visible entry's tallies per promise, as grading makes them, with the checks of this run that
+    passed (`only_passed`) or that ran (what they can earn) as passed; checks not run as failed."""
+    counted = [o for o in visible if o.state == "passed" or not only_passed]
+    out = [
+        Tally(p.function, p.kind, p.weight, p.checks, sum(o.promise == p.id for o in counted))
+        for p in exercise.promises
+    ]
+    unmarked = min(sum(not o.promise for o in counted), exercise.unmarked)
+    out += [Tally("", "value", 1, 1, int(i < unmarked)) for i in range(exercise.unmarked)]
+    return out
 
 
 def classify(excinfo) -> tuple[str, str]:

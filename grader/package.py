@@ -1,9 +1,9 @@
 """Packaging: `dist/autograder.zip` for Gradescope, `otter run` and `otter grade`, made with `otter generate`.
 
 The zip is Otter's own (run_autograder, setup.sh, environment.yml, otter_config.json, run_otter.py) with
-the kit's grading path in `files/optlab/`: the grader modules that grade, the manifest, the suites and
-their inventory, and the reference. `files/` because it is the one folder of the zip that Otter's `otter
-grade` image copies besides its own files. Edits to Otter's files make it work everywhere:
+the kit's grading path in `files/optlab/`: the grader modules that grade, the manifest, the suites, their
+promises and inventory, and the reference. `files/` because it is the one folder of the zip that Otter's
+`otter grade` image copies besides its own files. Edits to Otter's files make it work everywhere:
 - run_otter.py is the kit's: it puts `files/optlab` on sys.path, so Otter can import the plugin
   (grader.otter_plugin.KitGrading), takes the submission out of Otter's sight before Otter starts
   (grader.otter_submission), and gives Otter a readable submission_metadata.json (otter grade's image
@@ -36,6 +36,7 @@ from grader.errors import KitError
 from grader.grading import kit_manifest
 from grader.inventory import INVENTORY, load_inventory
 from grader.layout import GRADING_MODULES, MANIFEST, REFERENCE, SUITES, ZIP_KIT
+from grader.promises import promise_files
 
 OTTER_VERSION = "7.0.0"  # as pinned in pyproject.toml's `otter` extra
 PYTHON_VERSION = "3.13"  # Otter's grading environment
@@ -139,6 +140,9 @@ def kit_files(root: Path) -> list[Path]:
     files += [Path("grader") / f"{name}.py" for name in GRADING_MODULES]
     for suite in SUITES:
         files += sorted(p.relative_to(root) for p in (root / "tests" / suite).glob("*.py"))
+    # Grading reads the promises from the inventory alone; their files come along so that the zip's kit
+    # is the one the inventory describes (grading refuses a kit whose files differ from it).
+    files += [p.relative_to(root) for p in promise_files(root)]
     missing = [p for p in files if not (root / p).is_file()]
     if missing:
         raise PackageError(f"{missing[0].as_posix()} is missing from the kit")

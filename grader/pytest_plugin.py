@@ -7,7 +7,9 @@ hypothesis profiles. The same plugin serves a student's local run, the kit's CI 
 - ``lab``: the lab's given parts (classes, constants, non-exercise functions), to build inputs with.
   It refuses exercise functions, so a test cannot take an expected value from the reference by accident.
 - ``reference``: the whole reference module, for hidden tests only (it is not in the handout).
-- Every test under tests/visible or tests/hidden carries exactly one ``@pytest.mark.exercise(N)``.
+- Every test under tests/visible or tests/hidden carries exactly one ``@pytest.mark.exercise(N)``, and
+  at most one ``@pytest.mark.promise(ID)``: the promise of tests/promises it checks (grader.promises; a
+  kit test asks every test of an annotated exercise for one).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exercise(id): the exercise of the manifest this test scores for")
+    config.addinivalue_line("markers", "promise(id): the promise of tests/promises this test checks")
     option = config.getoption("submission", None)
     if option:  # a submission that cannot be graded: one usage line (exit 4), the words of `grader grade`
         if not Path(option).exists():
@@ -342,7 +345,8 @@ class Lab:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every suite test scores for exactly one exercise; record it for the results."""
+    """Every suite test scores for exactly one exercise and checks at most one promise; record them for
+    the results."""
     problems = []
     for item in items:
         suite = _suite_of(item)
@@ -352,9 +356,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if len(marks) != 1 or len(marks[0].args) != 1 or type(marks[0].args[0]) is not int:
             problems.append(f"{item.nodeid}: needs exactly one @pytest.mark.exercise(N)")
             continue
+        promises = list(item.iter_markers("promise"))
+        if len(promises) > 1 or any(len(m.args) != 1 or type(m.args[0]) is not str for m in promises):
+            problems.append(f'{item.nodeid}: names its promise once, @pytest.mark.promise("function.name")')
+            continue
         item.user_properties.append(("exercise", marks[0].args[0]))
         item.user_properties.append(("suite", suite))
         item.user_properties.append(("property", _first_doc_paragraph(item)))
+        item.user_properties.append(("promise", promises[0].args[0] if promises else ""))
     if problems:
         raise pytest.UsageError("\n".join(problems))
     if out := config.getoption("inventory_out"):
@@ -381,7 +390,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     props: dict[str, Any] = dict(item.user_properties)  # what this plugin and the suites put there
     if "exercise" in props and (report.when == "call" or not report.passed):
         state, message = classify(call.excinfo) if not report.passed else ("passed", "")
-        item.config.stash[_VERDICT].record(item.nodeid, props["exercise"], props["suite"], state, message)
+        item.config.stash[_VERDICT].record(
+            item.nodeid, props["exercise"], props["suite"], state, message, props.get("promise", "")
+        )
         report.optlab_state = state
     return report
 
@@ -416,6 +427,7 @@ def _inventory_entry(item: pytest.Item) -> dict:
         "exercise": props["exercise"],
         "suite": props["suite"],
         "property": props["property"],
+        "promise": props["promise"],
     }
 
 

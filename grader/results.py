@@ -6,9 +6,11 @@ manifest allows: by default only the property each failed check states, never it
 submission can put whatever it saw into its exceptions. The top-level output, which students see at
 once, is a summary table and what intake noticed; it shows hidden checks' counts and points only where
 their entries are visible at once too. extra_data holds the per-exercise breakdown, and each entry's
-extra_data every check as data (which check, the property it states, passed, the kind of failure:
-"wrong result", "not implemented", "timed out", "did not run" or the exception's type), which the
-batch report reads (never the text above). Strict JSON, at most 1 MB.
+extra_data every check as data (which check, the property it states, the promise it checks ("" for
+none), passed, the kind of failure: "wrong result", "not implemented", "timed out", "did not run" or the
+exception's type), which the batch report reads (never the text above), and from which the records can
+be rebuilt and scored again (grader.scoring.score_suites, with the inventory's promises). Strict JSON, at
+most 1 MB.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def _entry(score: SuiteScore) -> dict:
 
 
 def _check(record: TestRecord) -> dict:
-    check = {"check": record.nodeid, "property": record.property, "passed": record.passed}
+    check: dict = {"check": record.nodeid, "property": record.property, "promise": record.promise}
+    check["passed"] = record.passed
     return check if record.passed else {**check, "kind": failure_kind(record)}
 
 

@@ -1,23 +1,38 @@
-"""Scores: the manifest's points, shared out over each exercise's entries, in points a person can read.
+"""Scores: the manifest's points, shared out over each exercise's entries and promises, in points a person
+can read.
 
 An exercise's points are split between its visible and hidden entries: as the manifest's
 `visible_points` says, else by number of checks (points * visible checks / all its checks, rounded to
 0.01), the remainder on the hidden entry, so the entries add up to the exercise's points exactly.
-Within an entry every check is worth the same; an entry's score is rounded to 0.01 (every passed: its
+Within an entry, its points split over the promises its checks name (grader.promises), by their
+weights, and a promise's share splits equally over its checks in that entry. A check of an `error`
+promise earns only when a check of another kind of the same function, in the same entry, passes: code
+that raises on every input earns nothing. A check that names no promise (a suite not yet annotated) is
+a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
 maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
 nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
 points one way: `points_text`.
+
+The rule itself (`entry_score`) works on tallies per promise, so that the student's local verdict
+(grader.local, shipped in the handout without the manifest or the hidden checks) scores exactly as
+grading does; `score_suites` scores records, from a test run or rebuilt from a kept results.json.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from grader.errors import KitError
 from grader.layout import SUITES
-from grader.manifest import Exercise, Manifest
-from grader.suites import TestRecord
+from grader.promises import ERROR
+
+if TYPE_CHECKING:  # only their attributes are read: this module ships in the handout without them
+    from grader.manifest import Exercise, Manifest
+    from grader.promises import Promise
+    from grader.suites import TestRecord
 
 
 @dataclass(frozen=True)
@@ -40,14 +55,30 @@ class SuiteScore:
         return f"{self.exercise.label}: {self.suite} checks"
 
 
+@dataclass(frozen=True)
+class Tally:
+    """One promise's checks in one entry: what the rule needs to score them."""
+
+    function: str  # "" for a check that names no promise
+    kind: str
+    weight: int | float
+    checks: int
+    passed: int
+
+
 class UnscoredExercise(KitError):
     """An exercise of the manifest with no test in the suites: the kit is broken, not the submission."""
 
 
 def score_suites(
-    manifest: Manifest, records: Iterable[TestRecord], suites: Iterable[str] = SUITES
+    manifest: Manifest,
+    records: Iterable[TestRecord],
+    suites: Iterable[str] = SUITES,
+    promises: Mapping[str, Promise] | None = None,
 ) -> list[SuiteScore]:
-    """One SuiteScore per exercise and suite, in manifest order, visible before hidden."""
+    """One SuiteScore per exercise and suite, in manifest order, visible before hidden. `promises` (by
+    id, as the inventory holds them) says what each record's promise is; a record naming none counts
+    as a promise of its own; one naming a promise `promises` lacks is a KitError."""
     records = list(records)
     suites = list(suites)
     out = []
@@ -55,13 +86,57 @@ def score_suites(
         mine = [r for r in records if r.exercise == exercise.id]
         if not mine:
             raise UnscoredExercise(f"exercise {exercise.label} has no tests")
-        groups = [(suite, tuple(r for r in mine if r.suite == suite)) for suite in suites]
-        groups = [(suite, in_suite) for suite, in_suite in groups if in_suite]
-        maxima = split_points(exercise, [len(in_suite) for _, in_suite in groups])
-        for (suite, in_suite), most in zip(groups, maxima, strict=True):
-            earned = cents(most * sum(r.passed for r in in_suite) / len(in_suite))
-            out.append(SuiteScore(exercise, suite, in_suite, earned, most))
+        out += score_exercise(exercise, mine, suites, promises or {})
     return out
+
+
+def score_exercise(
+    exercise: Exercise, records: list[TestRecord], suites: Iterable[str], promises: Mapping[str, Promise]
+) -> list[SuiteScore]:
+    """The entries of one exercise, given its records (see score_suites)."""
+    groups = [(suite, tuple(r for r in records if r.suite == suite)) for suite in suites]
+    groups = [(suite, in_suite) for suite, in_suite in groups if in_suite]
+    maxima = split_points(exercise, [len(in_suite) for _, in_suite in groups])
+    return [
+        SuiteScore(exercise, suite, in_suite, entry_score(most, tallies(in_suite, promises)), most)
+        for (suite, in_suite), most in zip(groups, maxima, strict=True)
+    ]
+
+
+def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> list[Tally]:
+    """The records of one entry, tallied per promise (each record naming none a tally of its own)."""
+    counts: dict[str, list[int]] = {}
+    terms: dict[str, tuple[str, str, int | float]] = {}
+    for record in records:
+        key = record.promise or f"unmarked {record.nodeid}"
+        if record.promise:
+            if record.promise not in promises:
+                raise KitError(f"{record.nodeid} names the promise {record.promise!r}, which the kit lacks")
+            promise = promises[record.promise]
+            terms[key] = (promise.function, promise.kind, promise.weight)
+        else:
+            terms[key] = ("", "value", 1)
+        count = counts.setdefault(key, [0, 0])
+        count[0] += 1
+        count[1] += record.passed
+    return [Tally(*terms[key], checks, passed) for key, (checks, passed) in counts.items()]
+
+
+def entry_score(points: float, entry: Iterable[Tally]) -> float:
+    """What an entry worth `points` earns: each promise its weight's share of the points, earned in
+    proportion to its checks that passed; an error promise's only where a promise of another kind of
+    the same function has a check that passed. Rounded to 0.01; every check earning: `points` exactly."""
+    entry = list(entry)
+    earning = {t.function for t in entry if t.kind != ERROR and t.passed}
+    weight = sum(Fraction(t.weight) for t in entry)
+    credit = sum(
+        (Fraction(t.weight) * t.passed / t.checks for t in entry if t.kind != ERROR or t.function in earning),
+        Fraction(0),
+    )
+    if not weight or credit == weight:
+        return cents(points) if weight else 0.0
+    # In this order a suite of unmarked checks (each weight 1) scores as points * passed / checks did.
+    return cents(points * float(credit) / float(weight))
 
 
 def split_points(exercise: Exercise, counts: list[int]) -> list[float]:

@@ -1,6 +1,7 @@
 """Running the suites: pytest in a child process against one submission, read back through
 pytest-json-report into one record per test (exercise, suite, outcome, the property it checks, the
-failure message). A test that the run was expected to hold but did not report counts as failed. A run
+failure message; the promise it checks is the inventory's, set when grading accounts for every test of
+it). A test that the run was expected to hold but did not report counts as failed. A run
 that leaves no readable report (missing, empty, truncated: a full disk, say), or that pytest itself
 could not finish, is a failure of the grading (`GradingCrashed`), never a run whose tests all failed. A
 run cut at its time limit is the run's own time spent: what it reported counts, nothing where it left none.
@@ -39,6 +40,7 @@ class TestRecord:
     outcome: TestOutcome
     property: str  # first docstring line: what the test checks, without its inputs
     message: str  # the failure as pytest reported it ("" when passed)
+    promise: str = ""  # the promise it checks, as the inventory says (never the run); "": it names none
 
 
 class SuiteRunError(KitError):

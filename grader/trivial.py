@@ -4,7 +4,9 @@ the exercise's points any of them earns (`grader validate` fails above `MAX_SHAR
 
 A trivial variant is the reference module with ONE exercise's functions replaced. A replacement never
 does the exercise's work: it either ignores the reference (``none``: return None; ``first-argument``: echo
-the first argument) or keeps only the *shape* of the reference's answer on the same input and throws its
+the first argument; ``raises-valueerror``, ``raises-typeerror``: raise on every call, which passes the
+checks of an error path, and earns nothing for them where grader.scoring gates them) or keeps only the
+*shape* of the reference's answer on the same input and throws its
 content away (zeros, ones, empty, the uniform distribution, NaN, seeded random values, or the first answer
 it ever gave, returned from then on). None of them touches its arguments, except ``zeros-in-place``,
 which zeroes whatever argument the reference would have changed (a gradient table, a policy). Nothing is
@@ -12,6 +14,8 @@ written by hand per exercise: the reference's own answers on the suites' own inp
 
 The variants run in-process (`--worker inprocess`, one pytest session each, only the exercise's test
 files), which keeps the whole check to a minute or two; `grader validate --exercise N` checks only N.
+A variant's share is of the exercise's points as grading scores its checks (grader.scoring: by promise,
+error checks gated), not of its number of checks.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,9 @@ from grader.errors import KitError
 from grader.inventory import load_inventory
 from grader.layout import REFERENCE, SUITES
 from grader.manifest import Exercise
+from grader.promises import Promise, inventory_promises
+from grader.scoring import points_text, score_exercise
+from grader.suites import TestOutcome, TestRecord
 
 MAX_SHARE = 0.05  # a trivial answer may earn at most this share of an exercise's points
 
@@ -47,7 +54,10 @@ VARIANTS: dict[str, str] = {
     "random": "seeded random numbers in the reference's answer's shape",
     "first-argument": "the first argument, returned unchanged",
     "none": "None, arguments untouched",
+    "raises-valueerror": "ValueError raised on every call",
+    "raises-typeerror": "TypeError raised on every call",
 }
+_RAISES = {"raises-valueerror": ValueError, "raises-typeerror": TypeError}
 
 
 # -- the replacements (run inside the graded module) ---------------------------------------------------
@@ -77,6 +87,8 @@ def _trivial(reference: Callable, variant: str) -> Callable:
     rng = random.Random(0)
 
     def trivial(*args: Any, **kwargs: Any) -> Any:
+        if variant in _RAISES:
+            raise _RAISES[variant](f"{reference.__name__}: a trivial answer raises on every call")
         if variant == "none":
             return None
         if variant == "first-argument":
@@ -176,10 +188,12 @@ class VariantOutcome:
     variant: str
     passed: tuple[str, ...]  # node ids of the checks it passed
     tests: int  # the exercise's checks in the inventory
+    earned: float  # the points they earn, as grading scores them
+    points: float  # the exercise's
 
     @property
     def share(self) -> float:
-        return len(self.passed) / self.tests if self.tests else 0.0
+        return self.earned / self.points if self.points else 0.0
 
 
 @dataclass(frozen=True)
@@ -202,7 +216,8 @@ class TrivialCheck:
             return []
         return [
             f"the trivial answer '{best.variant}' earns {100 * best.share:.1f}% "
-            f"(> {100 * MAX_SHARE:g}%) by passing {len(best.passed)} of {best.tests} checks"
+            f"(> {100 * MAX_SHARE:g}%): {points_text(best.earned)} of {points_text(best.points)} points, "
+            f"by passing {len(best.passed)} of {best.tests} checks"
         ]
 
 
@@ -216,6 +231,7 @@ def check_trivial(
     told of each exercise as it is done."""
     source = (root / REFERENCE).read_text(encoding="utf-8")
     tests = _tests_by_exercise(root)
+    promises = inventory_promises(load_inventory(root))
     out = []
     with tempfile.TemporaryDirectory(prefix="optlab-trivial-") as scratch:
         # The control: the same path with nothing replaced must pass everything, or a 0% proves nothing.
@@ -235,7 +251,9 @@ def check_trivial(
                 module.parent.mkdir()
                 module.write_text(variant_source(source, exercise.functions, variant), encoding="utf-8")
                 passed = passed_checks(root, module, [exercise.id])[exercise.id]
-                outcomes.append(VariantOutcome(variant, passed, len(tests[exercise.id])))
+                earned = earned_points(exercise, tests[exercise.id], passed, promises)
+                count = len(tests[exercise.id])
+                outcomes.append(VariantOutcome(variant, passed, count, earned, exercise.points))
             properties = {t["nodeid"]: t["property"] for t in tests[exercise.id]}
             check = TrivialCheck(exercise, tuple(outcomes), time.monotonic() - started, properties)
             if progress:
@@ -255,6 +273,23 @@ def passed_checks(root: Path, module: Path, exercises: Sequence[int]) -> dict[in
         what = f"exit code {code}" if code not in (0, 1) else f"{len(missing)} checks did not run"
         raise KitError(f"grading {module.name} in-process failed ({what})")
     return {e: tuple(t["nodeid"] for t in tests[e] if t["nodeid"] in passed) for e in exercises}
+
+
+def earned_points(
+    exercise: Exercise, tests: Sequence[dict], passed: Iterable[str], promises: Mapping[str, Promise]
+) -> float:
+    """The points of `exercise` that passing the checks `passed` (node ids) of its inventory `tests` earns."""
+    passed = set(passed)
+    records = []
+    for t in tests:
+        ok = t["nodeid"] in passed
+        outcome: TestOutcome = "passed" if ok else "failed"
+        records.append(
+            TestRecord(
+                t["nodeid"], t["exercise"], t["suite"], ok, outcome, t["property"], "", t.get("promise", "")
+            )
+        )
+    return sum(score.score for score in score_exercise(exercise, records, SUITES, promises))
 
 
 def _tests_by_exercise(root: Path) -> dict[int, list[dict]]:
@@ -323,12 +358,12 @@ def _quietly(run: Callable[[], Any]) -> Any:
 
 def report_rows(checks: Sequence[TrivialCheck], header: bool = True) -> list[str]:
     """Per exercise: the largest share a trivial answer earns, which variant, and the checks it passed."""
-    rows = [f"{'trivial answers':32} {'best':>6}  {'variant':16} checks passed"] if header else []
+    rows = [f"{'trivial answers':32} {'best':>6}  {'variant':17} checks passed"] if header else []
     for check in checks:
         best = check.best
         verdict = "ok" if not check.problems else "PROBLEM"
         rows.append(
-            f"{check.exercise.label[:32]:32} {100 * best.share:>5.1f}%  {best.variant:16} "
+            f"{check.exercise.label[:32]:32} {100 * best.share:>5.1f}%  {best.variant:17} "
             f"{len(best.passed)}/{best.tests}  {verdict}  ({check.seconds:.1f} s)"
         )
         for nodeid in best.passed:

@@ -79,8 +79,12 @@ def hidden_test_renamed() -> bytes:
         ("optimization_toolkit.py", REFERENCE.read_bytes(), "holds the solution of pareto_front"),
         ("tests/visible/test_ex06_more.py", hidden_test_renamed(), "is the code of the hidden test_ex06"),
         ("README.md", b"Hint: read test_front_matches_reference_on_larger_tables", "names the hidden test"),
+        ("tests/promises/ex06.toml", b"# every promise, the hidden checks' too\n", "a grading-only file"),
     ],
-    ids=["hidden-file", "solutions-file", "manifest", "grading-module", "reference", "hidden-code", "name"],
+    ids=[
+        "hidden-file", "solutions-file", "manifest", "grading-module", "reference", "hidden-code", "name",
+        "promise-file",
+    ],
 )
 def test_the_leak_check_finds_each_kind_of_secret(handout, tmp_path, name, data, found):
     leaks = handout_leaks(tampered(handout, tmp_path / "leaky.zip", name, data), KIT)

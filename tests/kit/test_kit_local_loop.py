@@ -31,6 +31,7 @@ from grader.grading import grade, kit_manifest
 from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
 from grader.intake import read_submission
 from grader.local import EXERCISES_FILE, SEPARATOR, Verdict, load_exercises
+from grader.scoring import Tally, entry_score
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -169,15 +170,20 @@ def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
 
 def test_the_verdict_counts_a_test_once_and_a_failure_in_any_phase():
     exercises = load_exercises(KIT)
-    verdict_ = Verdict(exercises)
-    verdict_.record("a", 8, "visible", "passed")
-    verdict_.record("a", 8, "visible", "failed")  # its teardown failed: the test failed
-    verdict_.record("b", 8, "visible", "passed")
-    verdict_.record("b", 8, "visible", "passed")
-    [row] = verdict_.rows()
     eight = next(e for e in exercises if e.id == 8)
+    # one visible check's promise (or none, before exercise 8's are named): what one passed check earns
+    promise = next(iter(eight.promises), None)
+    verdict_ = Verdict(exercises)
+    verdict_.record("a", 8, "visible", "passed", "", promise.id if promise else "")
+    verdict_.record("a", 8, "visible", "failed", "", promise.id if promise else "")  # its teardown failed
+    verdict_.record("b", 8, "visible", "passed", "", promise.id if promise else "")
+    verdict_.record("b", 8, "visible", "passed", "", promise.id if promise else "")
+    [row] = verdict_.rows()
     assert (row["passed"], row["total"], row["state"]) == (1, 2, "failing")
-    assert row["score"] == round(eight.points / (eight.visible + eight.hidden), 6)
+    # the visible entry as grading tallies it: one check of `promise` passed, every other check failed
+    entry = [Tally(p.function, p.kind, p.weight, p.checks, int(p == promise)) for p in eight.promises]
+    entry += [Tally("", "value", 1, 1, int(promise is None and i == 0)) for i in range(eight.unmarked)]
+    assert row["score"] == entry_score(eight.visible_points, entry) > 0
 
 
 def test_the_handout_describes_the_exercises_as_the_kit_does(folder):

@@ -32,7 +32,7 @@ from otter_attacks import (
 from otter_comparison import exercise_scores, grader_document, gradescope_page, page_differences, rehearsed
 
 from grader.grading import kit_manifest
-from grader.layout import GRADING_MODULES, REFERENCE
+from grader.layout import GRADING_MODULES, PROMISES, REFERENCE
 from grader.otter_plugin import PLACEHOLDER
 from grader.otter_submission import KEPT, take_submission
 from grader.package import PLACEHOLDER_NOTEBOOK, PackageError, check_packable, write_autograder
@@ -52,6 +52,10 @@ def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
     modules = {n for n in kit if n.startswith("grader/") and n.endswith(".py")}
     assert modules == {f"grader/{m}.py" for m in GRADING_MODULES}
     assert not any(n.startswith(("student/", "examples/", "tests/kit/", "docs/")) for n in kit)
+    # the promise files come along: grading reads the inventory, which hashes them
+    assert {n for n in kit if n.startswith("tests/promises/")} == {
+        p.relative_to(KIT).as_posix() for p in (KIT / PROMISES).glob("*.toml")
+    }
     assert "grader/batch.py" not in kit and "grader/build.py" not in kit
     config = json.loads(zipfile.ZipFile(autograder).read("otter_config.json"))
     assert config["plugins"] == ["grader.otter_plugin.KitGrading"]

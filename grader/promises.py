@@ -1,0 +1,256 @@
+"""The promises of the exercise functions: tests/promises/exNN.toml read, checked, and checked against the
+suites' checks.
+
+One file per exercise lists every promise its functions' docstrings make, one [[promise]] table each:
+an `id` ("<function>.<short_snake_name>", unique in the kit), the `function` (one of the exercise's), a
+`kind` (value, edge, unchanged, rng, error), what it `says` (one line) and an optional `weight` (default
+1: the promise's share of an entry's points, grader.scoring). Every suite test names the one promise it
+checks with `@pytest.mark.promise(ID)`. `grader build` folds the promises into tests/inventory.json,
+which is all grading reads; a problem in a file is one line naming the file, the line and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grader.errors import LocatedError
+from grader.layout import PROMISES, SUITES
+
+if TYPE_CHECKING:
+    from grader.manifest import Manifest
+
+KINDS = ("value", "edge", "unchanged", "rng", "error")
+ERROR = "error"  # the kind that earns only beside a passing check of another kind (grader.scoring)
+_REQUIRED_KEYS = ("id", "function", "kind", "says")
+_OPTIONAL_KEYS = ("weight",)
+_FILE_NAME = re.compile(r"ex(\d\d)\.toml")
+_SHORT_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
+
+
+class PromiseError(LocatedError):
+    """A problem in a promise file; str is `tests/promises/exNN.toml:LINE: problem`."""
+
+
+@dataclass(frozen=True)
+class Promise:
+    """One promise a docstring makes, as a check of the suites names it."""
+
+    id: str
+    exercise: int
+    function: str
+    kind: str
+    says: str
+    weight: int | float = 1
+
+    def as_data(self) -> dict:
+        """The promise as the inventory stores it (its id is the key)."""
+        return {
+            "exercise": self.exercise,
+            "function": self.function,
+            "kind": self.kind,
+            "says": self.says,
+            "weight": self.weight,
+        }
+
+
+def promise_files(root: Path) -> list[Path]:
+    """The promise files of the kit at `root` (every .toml of tests/promises), in name order."""
+    return sorted((root / PROMISES).glob("*.toml"))
+
+
+def load_promises(root: Path, manifest: Manifest) -> dict[str, Promise]:
+    """Every promise of the kit at `root`, by id, in file and table order; PromiseError on the first
+    problem of a file (a file named for no exercise, an unknown function or kind, a repeated id...).
+    An id is unique in the kit: it starts with its function's name, and a function is one exercise's."""
+    promises: dict[str, Promise] = {}
+    for path in promise_files(root):
+        shown_as = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise PromiseError(shown_as, None, f"cannot read: {error}") from None
+        promises.update((promise.id, promise) for promise in parse_promises(text, manifest, shown_as))
+    return promises
+
+
+def parse_promises(text: str, manifest: Manifest, shown_as: str) -> list[Promise]:
+    """The promises of one file's `text` (`shown_as`, as tests/promises/exNN.toml), checked against the
+    manifest: the file's exercise is the one its name gives."""
+    where = _PromiseText(text, shown_as)
+    named = _FILE_NAME.fullmatch(Path(shown_as).name)
+    ids = [e.id for e in manifest.exercises]
+    if named is None:
+        problem = f"a promise file is named exNN.toml, NN an exercise's id (01 to {max(ids):02d})"
+        raise where.error(None, problem)
+    exercise_id = int(named[1])
+    if exercise_id not in ids:
+        raise where.error(None, f"no exercise {exercise_id} in the manifest (exercises are 1 to {max(ids)})")
+    exercise = manifest.by_id(exercise_id)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        found = re.search(r"\(at line (\d+), column \d+\)|\(at end of document\)", message)
+        line = int(found[1]) if found and found[1] else len(where.lines)
+        problem = message[: found.start()].strip() if found else message
+        raise where.error(line, f"TOML syntax error: {problem}") from None
+    for key in data:
+        if key != "promise":
+            problem = f"unknown table or key {key!r} (expected [[promise]] tables)"
+            raise where.error(where.key_line(None, key), problem)
+    tables = data.get("promise", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise where.error(None, "'promise' must be an array of [[promise]] tables")
+    if not tables:
+        raise where.error(None, f"no [[promise]] tables: list every promise of exercise {exercise.label}")
+    out: list[Promise] = []
+    for index, table in enumerate(tables):
+        promise = _promise(table, index, exercise.id, exercise.functions, where)
+        if any(p.id == promise.id for p in out):
+            raise where.error(where.key_line(index, "id"), f"id {promise.id!r} is listed twice")
+        out.append(promise)
+    return out
+
+
+def _promise(
+    values: Mapping[str, Any], index: int, exercise: int, functions: tuple[str, ...], where: _PromiseText
+) -> Promise:
+    def fail(key: str | None, problem: str) -> PromiseError:
+        return where.error(where.key_line(index, key), f"[[promise]] {index + 1}: {problem}")
+
+    for key in values:
+        if key not in (*_REQUIRED_KEYS, *_OPTIONAL_KEYS):
+            expected = ", ".join((*_REQUIRED_KEYS, *_OPTIONAL_KEYS))
+            raise fail(key, f"unknown key {key!r} (expected {expected})")
+    if missing := [key for key in _REQUIRED_KEYS if key not in values]:
+        raise fail(None, f"missing {', '.join(repr(key) for key in missing)}")
+    for key in _REQUIRED_KEYS:
+        value = values[key]
+        if not isinstance(value, str) or not value.strip() or "\n" in value:
+            raise fail(key, f"{key} must be a non-empty one-line string, not {value!r}")
+    function, kind, promise_id = values["function"], values["kind"], values["id"]
+    if function not in functions:
+        of = ", ".join(functions)
+        raise fail("function", f"{function!r} is not a function of exercise {exercise} ({of})")
+    if kind not in KINDS:
+        raise fail("kind", f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    prefix, dot, name = promise_id.partition(".")
+    if prefix != function or not dot or not _SHORT_NAME.fullmatch(name):
+        raise fail("id", f"id {promise_id!r} must be {function}.<short_snake_name>")
+    weight = values.get("weight", 1)
+    number = isinstance(weight, int | float) and not isinstance(weight, bool)
+    if not number or not math.isfinite(weight) or weight <= 0:
+        raise fail("weight", f"weight must be a positive number, not {weight!r}")
+    return Promise(promise_id, exercise, function, kind, values["says"], weight)
+
+
+class _PromiseText:
+    """A promise file's lines, for the line of a [[promise]] table or of one of its keys (best effort)."""
+
+    _HEADER = re.compile(r"^\s*\[\[\s*promise\s*\]\]")
+
+    def __init__(self, text: str, shown_as: str) -> None:
+        self.shown_as = shown_as
+        self.lines = text.split("\n")
+        self.headers = [n for n, line in enumerate(self.lines, 1) if self._HEADER.match(line)]
+
+    def error(self, line: int | None, problem: str) -> PromiseError:
+        return PromiseError(self.shown_as, line, problem)
+
+    def key_line(self, index: int | None, key: str | None) -> int:
+        """The line of `key` in the index-th table (None: before the first), else the table's header."""
+        start = 0 if index is None else self.headers[index]
+        following = [n for n in self.headers if n > start]
+        end = following[0] - 1 if following else len(self.lines)
+        if key is not None:
+            pattern = re.compile(rf"""^\s*(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')\s*=""")
+            for number in range(start + 1, end + 1):
+                if pattern.match(self.lines[number - 1]):
+                    return number
+        return start or 1
+
+
+# -- the promises in the inventory, and the checks that name them ---------------------------------------
+
+
+def inventory_promises(inventory: Mapping[str, Any]) -> dict[str, Promise]:
+    """The promises `grader build` stored in an inventory, by id (none in an inventory made before them)."""
+    return {
+        promise_id: Promise(
+            promise_id, data["exercise"], data["function"], data["kind"], data["says"], data["weight"]
+        )
+        for promise_id, data in inventory.get("promises", {}).items()
+    }
+
+
+def naming_problems(promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every check (an inventory test) that names a promise no file declares, or one of another exercise:
+    grading could not score it."""
+    out = []
+    for test in tests:
+        name = test.get("promise", "")
+        if not name:
+            continue
+        promise = promises.get(name)
+        if promise is None:
+            out.append(f"{test['nodeid']} names the promise {name!r}, which no file of {PROMISES} declares")
+        elif promise.exercise != test["exercise"]:
+            out.append(
+                f"{test['nodeid']} (exercise {test['exercise']}) names the promise {name!r} of "
+                f"{promise.function}, which is exercise {promise.exercise}'s"
+            )
+    return out
+
+
+def coverage_problems(
+    promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]], exercises: Iterable[int]
+) -> list[str]:
+    """Everything wrong with how the checks of `exercises` (those with a promise file) name promises."""
+    exercises = set(exercises)
+    tests = [t for t in tests if t["exercise"] in exercises]
+    return [
+        *unnamed_checks(tests),
+        *naming_problems(promises, tests),
+        *unchecked_promises(promises, tests, exercises),
+        *idle_error_checks(promises, tests),
+    ]
+
+
+def unnamed_checks(tests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every check that names no promise."""
+    return [
+        f"{t['nodeid']} names no promise: mark it @pytest.mark.promise(ID)"
+        for t in tests
+        if not t.get("promise")
+    ]
+
+
+def unchecked_promises(
+    promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]], exercises: Iterable[int]
+) -> list[str]:
+    """Every promise of `exercises` that no hidden check names."""
+    hidden = {t.get("promise") for t in tests if t["suite"] == SUITES[-1]}
+    return [
+        f"the promise {p.id!r} of exercise {p.exercise} has no hidden check"
+        for p in promises.values()
+        if p.exercise in set(exercises) and p.id not in hidden
+    ]
+
+
+def idle_error_checks(promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every check of an error promise whose entry holds no check of another kind of its function: it
+    could never earn, and the reference would not get full marks."""
+    declared = [(t, promises[t["promise"]]) for t in tests if t.get("promise") in promises]
+    others = {(t["suite"], p.function) for t, p in declared if p.kind != ERROR}
+    return [
+        f"{t['nodeid']} checks the error promise {p.id!r}, but its {t['suite']} entry has no check of "
+        f"another kind of {p.function}: it could never earn"
+        for t, p in declared
+        if p.kind == ERROR and (t["suite"], p.function) not in others
+    ]
