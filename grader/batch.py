@@ -348,8 +348,9 @@ def _rescore(
     if options.dry_run:
         return outcome
     try:
-        keep(folder / RESULTS, folder / HISTORY, move=True)
-        write_results(document, folder / RESULTS)
+        if status == COMPLETED:  # an ungraded one's results.json says the same under any points
+            keep(folder / RESULTS, folder / HISTORY, move=True)
+            write_results(document, folder / RESULTS)
         _write_json(folder / BATCH_RECORD, {**record, "key": key, "rescored": True})
     except OSError:
         return None  # graded again, and recorded as any grading is
@@ -620,7 +621,7 @@ def _ended(job: _Job) -> Graded:
 def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options: BatchOptions) -> Outcome:
     """Write how grading `entry` went into its folder (results.json, batch.json; its grade.log is there
     already), as a later run reads it back (`kept_outcome`), and return its outcome. The results.json
-    of a completed grading that it replaces is kept as results.previous.json, for the regrade preview.
+    of a completed grading that it replaces is kept in the folder's history/, for the regrade preview.
     A folder that cannot be written makes the outcome crashed, with the reason (the row is kept)."""
     status, reason, document = _judged(entry, folder, graded, options)
     record = {"key": key, "status": status, "reason": reason, "seconds": round(graded.seconds, 3)}

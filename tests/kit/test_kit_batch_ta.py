@@ -160,6 +160,9 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
     (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
     (source / "bob.py").write_text(REFERENCE.replace("def softmax(", "def softmax_(", 1), encoding="utf-8")
     (source / "cy.py").write_text(STUB, encoding="utf-8")
+    (source / "two").mkdir()  # not gradable (two modules): ungraded, under any points
+    (source / "two" / "lab.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "two" / "helpers.py").write_text("x = 1\n", encoding="utf-8")
     out_folder = tmp_path / "out"
     grades = out_folder / "grades.csv"
     args = [str(source), "-o", str(grades), "-j", "2", *SELECTION]
@@ -186,10 +189,11 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
     code, out, err = batch(kit_copy, *args)
     assert code == 0, err
     assert "a submission was run" not in out + err and "crashed" not in out
-    assert "0 graded now, 3 re-scored from their kept results.json (points alone changed), 0 kept" in out
+    assert "0 graded now, 4 re-scored from their kept results.json (points alone changed), 0 kept" in out
     assert f"2 grades change against {grades}:" in out
-    assert [r["total_points_earned"] for r in rows(grades)] == ["11", "8", "0"]
-    assert [r["total_points_possible"] for r in rows(grades)] == ["11"] * 3
+    assert [r["total_points_earned"] for r in rows(grades)] == ["11", "8", "0", "0"]
+    assert [r["total_points_possible"] for r in rows(grades)] == ["11"] * 4
+    assert rows(grades)[3]["grading_status"].startswith("ungraded: two holds several .py files")
     document = json.loads(results.read_text(encoding="utf-8"))
     assert problems(results) == [] and document["score"] == 11
     entries = {t["name"]: t for t in document["tests"]}
@@ -202,10 +206,10 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
     assert len(list((results.parent / "history").glob("results.*.json"))) == 1
 
     code, out, _ = batch(kit_copy, *args)  # re-scored once: kept from then on
-    assert code == 0 and "0 graded now, 3 kept from an earlier run" in out
+    assert code == 0 and "0 graded now, 4 kept from an earlier run" in out
     page = (out_folder / "report.html").read_text(encoding="utf-8")  # a row per student, linked
     hrefs = re.findall(r"href='([^']*results\.json)'", page)
-    assert len(hrefs) == 3 and all((out_folder / href).is_file() for href in hrefs)
+    assert len(hrefs) == 4 and all((out_folder / href).is_file() for href in hrefs)
     assert "<td>ada.py</td><td></td><td>11 / 11</td>" in page
 
 
