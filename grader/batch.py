@@ -3,11 +3,18 @@ process of its own (its own sandbox: a crash or a hang costs that submission alo
 
 Each submission gets a folder in the results folder: `results.json` (as `grader grade` wrote it, or one
 that says why grading failed), `grade.log` (what the child printed, capped) and `batch.json` (how it went,
-and the grading key); a regrade keeps the results.json it replaces as `results.previous.json`, for the
-regrade preview. The key is a hash of the submission's files, the kit's version, the inventory,
-manifest and reference, and the options that change a grade (--exercise, --call-timeout): a run skips a
-submission whose folder holds a completed grading under the same key, unless forced. A grading that
-timed out or crashed is tried again on the next run.
+and the grading key); a regrade keeps every results.json it replaces in the folder's `history/`, under
+the time it was written (grader.history: never rotated out), the newest one for the regrade preview. The
+key is a hash of the submission's files, the kit's version, the inventory, manifest and reference, and
+the options that change a grade (--exercise, --call-timeout): a run skips a submission whose folder holds
+a completed grading under the same key, unless forced. A grading that timed out or crashed is tried
+again on the next run.
+
+A change of points alone (the manifest's scoring keys, grader.manifest.SCORING_KEYS: the suites, the
+reference, the submission and everything else the same, which the run key says) runs nothing: the kept
+results.json is scored again from the checks its entries carry (grader.rescore). A dry run
+(`BatchOptions.dry_run`) grades what must be graded in a scratch folder, re-scores in memory, and
+leaves the results folder as it was.
 
 A grading crashed when its child did not end with a results.json of a grading: killed, an error, or a
 results.json that says the grading failed (the test run's report missing, empty or cut short: a full
@@ -20,9 +27,11 @@ A child that runs past the wall-clock bound, and every child when the batch is i
 SIGTERM), is stopped: SIGINT to its pytest (which then closes the sandbox), then after a grace period
 SIGKILL to its process group and to every process that was below it (a worker has a session of its own).
 
-Where the children run is the engine's choice: this machine's pool here, a Dask cluster's workers with
-`--cluster` (grader.cluster, which runs one child per task with `grade_one` and hands back a `Graded`);
-deciding what to grade, and recording how each grading went (`record_grading`), are the same for both.
+Where the children run is the batch's engine, a parameter of `run_batch`: this machine's pool
+(`grade_here`), or a Dask cluster's workers with `--cluster` (grader.cluster's `on_cluster`, which runs one
+child per task with `grade_one` and hands back a `Graded`); deciding what to grade, and recording how each
+grading went (`record_grading`), are the same for both. The dependency runs one way: grader.cluster uses
+this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -36,7 +45,9 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import tomllib
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,11 +55,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from grader import __version__
-from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS
+from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, kit_manifest, only_exercises
+from grader.history import keep, newest
 from grader.intake import printable
-from grader.inventory import INVENTORY
+from grader.inventory import INVENTORY, load_inventory
 from grader.isolation import private_copy, remove_tree
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
+from grader.manifest import SCORING_KEYS
+from grader.rescore import rescored
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
 from grader.sandbox import GRADINGS_AT_ONCE, proc_stat
@@ -60,7 +74,7 @@ if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 POLL_SECONDS = 0.05
 # In each submission's folder:
-RESULTS, PREVIOUS_RESULTS = "results.json", "results.previous.json"
+RESULTS, HISTORY = "results.json", "history"  # history/results.<when written>.json: what a regrade replaced
 GRADE_LOG, BATCH_RECORD = "grade.log", "batch.json"
 LOG_BYTES = 256 * 1024
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
@@ -84,7 +98,7 @@ class BatchOptions:
     call_timeout: float | None = None
     exercises: tuple[int, ...] = ()
     timeout: float = SUBMISSION_SECONDS
-    cluster: str | None = None  # a Dask scheduler's address: grade on its workers (grader.cluster)
+    dry_run: bool = False  # grade in a scratch folder, write nothing into results_dir
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,7 @@ class Outcome:
     seconds: float  # wall-clock time of its child
     skipped: bool = False  # graded by an earlier run
     attempts: int = 1  # gradings this run: 2 where the first crashed
+    rescored: bool = False  # scored again from its kept results.json (points changed alone): nothing ran
 
     @property
     def grading_status(self) -> str:
@@ -137,6 +152,11 @@ class BatchInterrupted(KeyboardInterrupt):
         return sum(o.status != INTERRUPTED for o in self.outcomes)
 
 
+Engine = Callable[[Path, list[tuple[Entry, str]], BatchOptions, Callable[[Outcome], None]], None]
+"""A way of grading: grade `todo` (entries with their grading keys) with the kit at `root` under
+`options`, telling `done` each outcome as `record_grading` recorded it; Ctrl-C stops what runs."""
+
+
 class Progress(Protocol):
     """Told about a batch as it goes."""
 
@@ -160,6 +180,28 @@ def kit_identity(root: Path, options: BatchOptions) -> dict:
         "exercises": sorted(options.exercises),
         "call_timeout": options.call_timeout,
     }
+
+
+def run_identity(root: Path, options: BatchOptions) -> dict:
+    """Everything but the submission that running the suites depends on: the kit identity with the
+    manifest read without its scoring keys (points alone change no check's outcome)."""
+    return {**kit_identity(root, options), "manifest": _running_manifest_hash(root / MANIFEST)}
+
+
+def _running_manifest_hash(path: Path) -> str | None:
+    """A hash of the manifest without its scoring keys (grader.manifest.SCORING_KEYS) nor its comments."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    exercises = data.get("exercise", [])
+    if isinstance(exercises, list):
+        data["exercise"] = [
+            {k: v for k, v in e.items() if k not in SCORING_KEYS} if isinstance(e, dict) else e
+            for e in exercises
+        ]
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def grading_key(entry: Entry, kit: dict) -> str:
@@ -190,18 +232,28 @@ def kept_outcome(entry: Entry, folder: Path, key: str) -> Outcome | None:
 
 
 def run_batch(
-    root: Path, entries: Sequence[Entry], options: BatchOptions, progress: Progress | None = None
+    root: Path,
+    entries: Sequence[Entry],
+    options: BatchOptions,
+    progress: Progress | None = None,
+    engine: Engine | None = None,
 ) -> list[Outcome]:
-    """Grade `entries` with the kit at `root`; one outcome per entry, in their order. On
+    """Grade `entries` with the kit at `root`, by `engine` (default: this machine's pool, `grade_here`);
+    one outcome per entry, in their order. On
     KeyboardInterrupt every child is stopped, what finished is kept on disk, and BatchInterrupted (a
     KeyboardInterrupt) carries the outcomes so far."""
-    kit = kit_identity(root, options)
+    kit, running = kit_identity(root, options), run_identity(root, options)
     kept: dict[str, Outcome] = {}
     todo: list[tuple[Entry, str]] = []
+    run_keys: dict[str, str] = {}
+    scoring = _Scoring(root, options)
     for entry in entries:
-        key = grading_key(entry, kit)
+        key, run_key = grading_key(entry, kit), grading_key(entry, running)
+        run_keys[entry.file] = run_key
         folder = submission_folder(options.results_dir, entry)
         earlier = None if options.force else kept_outcome(entry, folder, key)
+        if earlier is None and not options.force:
+            earlier = _rescore(entry, folder, key, run_key, scoring, options)
         if earlier is not None:
             kept[entry.file] = earlier
         else:
@@ -220,15 +272,20 @@ def run_batch(
             return
         if file not in keys:
             outcome = dataclasses.replace(outcome, attempts=2)
-            _record_attempts(submission_folder(options.results_dir, outcome.entry), 2)
+            if not options.dry_run:
+                _record_attempts(submission_folder(options.results_dir, outcome.entry), 2)
         graded.append(outcome)
+        if outcome.status in KEPT and not options.dry_run:  # points alone may change: re-scored from it
+            _note_record(submission_folder(options.results_dir, outcome.entry), run_key=run_keys[file])
         if progress is not None:
             progress.done(outcome)
 
+    grade = engine if engine is not None else grade_here
     try:
-        _grade_with_engine(root, todo, options, finished)
-        if again:
-            _grade_with_engine(root, list(again), options, finished)
+        with _where_graded(options) as here:
+            grade(root, todo, here, finished)
+            if again:
+                grade(root, list(again), here, finished)
     except KeyboardInterrupt as stop:
         done = {**kept, **{o.entry.file: o for o in graded}}
         reason = "the batch was interrupted before it was graded: run grader batch again"
@@ -241,16 +298,70 @@ def run_batch(
     return [done[e.file] for e in entries]
 
 
-def _grade_with_engine(
+@contextlib.contextmanager
+def _where_graded(options: BatchOptions) -> Iterator[BatchOptions]:
+    """The options the engine grades with: a dry run's gradings go to a scratch folder, removed after."""
+    if not options.dry_run:
+        yield options
+        return
+    with tempfile.TemporaryDirectory(prefix="optlab-dry-run-") as scratch:
+        yield dataclasses.replace(options, results_dir=Path(scratch))
+
+
+class _Scoring:
+    """The manifest and inventory a re-scoring scores with (read once, when first needed)."""
+
+    def __init__(self, root: Path, options: BatchOptions) -> None:
+        self.root, self.options = root, options
+        self._read: tuple | None = None
+
+    def read(self) -> tuple:
+        if self._read is None:
+            manifest, inventory = kit_manifest(self.root), load_inventory(self.root)
+            if self.options.exercises:
+                manifest, inventory = only_exercises(manifest, inventory, self.options.exercises)
+            self._read = (manifest, inventory)
+        return self._read
+
+
+def _rescore(
+    entry: Entry, folder: Path, key: str, run_key: str, scoring: _Scoring, options: BatchOptions
+) -> Outcome | None:
+    """The outcome of `entry` scored again from its kept results.json, where only points changed since
+    it was graded (its batch.json's run key is `run_key`): written back (the replaced one kept in its
+    history) unless a dry run; None where it must be graded again."""
+    try:
+        record = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8"))
+        document = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("run_key") != run_key or record.get("status") not in KEPT:
+        return None
+    status, reason = record["status"], record.get("reason", "")
+    if status == COMPLETED:
+        manifest, inventory = scoring.read()
+        again = rescored(document, manifest, inventory)
+        if again is None:
+            return None
+        document = again
+    outcome = Outcome(entry, status, reason, document, record.get("seconds", 0.0), rescored=True)
+    if options.dry_run:
+        return outcome
+    try:
+        if status == COMPLETED:  # an ungraded one's results.json says the same under any points
+            keep(folder / RESULTS, folder / HISTORY, move=True)
+            write_results(document, folder / RESULTS)
+        _write_json(folder / BATCH_RECORD, {**record, "key": key, "rescored": True})
+    except OSError:
+        return None  # graded again, and recorded as any grading is
+    return outcome
+
+
+def grade_here(
     root: Path, todo: list[tuple[Entry, str]], options: BatchOptions, done: Callable[[Outcome], None]
 ) -> None:
-    """Grade `todo` where the options say: this machine's pool, or a Dask cluster."""
-    if options.cluster is None:
-        _grade_all(root, todo, options, done)
-    else:
-        from grader.cluster import grade_on_cluster
-
-        grade_on_cluster(root, todo, options, done)
+    """The engine of this machine: `options.jobs` children at once, each `grader grade` of one entry."""
+    _grade_all(root, todo, options, done)
 
 
 def grade_command(root: Path, submission: Path, out: Path, options: BatchOptions) -> list[str]:
@@ -510,7 +621,7 @@ def _ended(job: _Job) -> Graded:
 def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options: BatchOptions) -> Outcome:
     """Write how grading `entry` went into its folder (results.json, batch.json; its grade.log is there
     already), as a later run reads it back (`kept_outcome`), and return its outcome. The results.json
-    of a completed grading that it replaces is kept as results.previous.json, for the regrade preview.
+    of a completed grading that it replaces is kept in the folder's history/, for the regrade preview.
     A folder that cannot be written makes the outcome crashed, with the reason (the row is kept)."""
     status, reason, document = _judged(entry, folder, graded, options)
     record = {"key": key, "status": status, "reason": reason, "seconds": round(graded.seconds, 3)}
@@ -550,22 +661,32 @@ def _judged(entry: Entry, folder: Path, graded: Graded, options: BatchOptions) -
 
 
 def _keep_previous(folder: Path) -> None:
-    """The results.json about to be replaced, as results.previous.json where it holds a completed (or
+    """The results.json about to be replaced, kept in the folder's history where it holds a completed (or
     ungraded) grading; a failed one is simply replaced, keeping the last real one for the preview."""
     try:
         status = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError, AttributeError):
         status = None
     (folder / BATCH_RECORD).unlink(missing_ok=True)  # until the new one is written: no stale record
-    if (folder / RESULTS).is_file() and status in KEPT:
-        os.replace(folder / RESULTS, folder / PREVIOUS_RESULTS)
+    if status in KEPT:
+        keep(folder / RESULTS, folder / HISTORY, move=True)
+
+
+def previous_results(folder: Path) -> Path | None:
+    """The results.json a regrade in `folder` replaced last (the newest in its history), or None."""
+    return newest(folder / HISTORY, Path(RESULTS).stem, Path(RESULTS).suffix)
 
 
 def _record_attempts(folder: Path, attempts: int) -> None:
     """Note in batch.json how many gradings this run made (best effort: it changes no status)."""
+    _note_record(folder, attempts=attempts)
+
+
+def _note_record(folder: Path, **notes: object) -> None:
+    """Add `notes` to batch.json (best effort: a record without them is graded again, never misread)."""
     with contextlib.suppress(OSError, ValueError):
         record = json.loads((folder / BATCH_RECORD).read_text(encoding="utf-8"))
-        _write_json(folder / BATCH_RECORD, {**record, "attempts": attempts})
+        _write_json(folder / BATCH_RECORD, {**record, **notes})
 
 
 def ta_reason(entry: Entry, document: dict) -> str:

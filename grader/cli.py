@@ -27,7 +27,7 @@ from grader.layout import MANIFEST, find_root, installed_root
 from grader.scoring import points_text
 
 if TYPE_CHECKING:
-    from grader.batch import Outcome
+    from grader.batch import Engine, Outcome
 
 # The other commands import their stages when they run: the autograder zip ships only the grading path.
 
@@ -177,6 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
+        "--dry-run", action="store_true",
+        help="grade what needs grading in a scratch folder and print whose grade would change; write nothing",
+    )  # fmt: skip
+    batch_command.add_argument(
         "--compare", type=Path, default=None, metavar="OLD_GRADES.csv",
         help="list whose grade changes against this earlier grades.csv (default: the one being replaced)",
     )  # fmt: skip
@@ -317,8 +321,9 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
     from grader.batch import BarProgress, BatchInterrupted, BatchOptions, kit_identity, run_batch
-    from grader.grades import grade_row, read_grades, write_rows
+    from grader.grades import grade_rows, read_grades, write_rows
     from grader.grading import kit_manifest, only_exercises
+    from grader.history import keep
     from grader.inventory import load_inventory
     from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
     from grader.roster import scan_source
@@ -334,10 +339,11 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     grades = args.output
     options = BatchOptions(
         grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
-        tuple(args.exercise or ()), args.timeout, args.cluster,
+        tuple(args.exercise or ()), args.timeout, args.dry_run,
     )  # fmt: skip
     reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
-    outputs = [grades, options.results_dir, *(grades.parent / name for name in reports)]
+    history = grades_history(grades)
+    outputs = [grades, options.results_dir, history, *(grades.parent / name for name in reports)]
     progress = BarProgress()
     title = batch_title(manifest.module, args.source)
     interrupted = None
@@ -354,7 +360,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
             if warning := exposed_source_warning(args.source, machine_layers()):
                 print(warning)
         try:
-            outcomes = run_batch(root, roster.entries, options, progress)
+            outcomes = run_batch(root, roster.entries, options, progress, _engine(args))
         except BatchInterrupted as stop:
             outcomes, interrupted = stop.outcomes, stop
         except KeyboardInterrupt:  # before the batch began
@@ -362,17 +368,27 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
             return 130
         # while an export's unpacked submissions are still there to read
         pairs = (
-            None if interrupted else _batch_similarity(root, manifest, roster.entries, grades.parent, title)
+            None
+            if interrupted or args.dry_run
+            else _batch_similarity(root, manifest, roster.entries, grades.parent, title)
         )
     if interrupted is not None:
         title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
     identity = kit_identity(root, options)
     kit = {"kit_version": identity["kit_version"], "inventory_hash": identity["inventory"] or ""}
-    rows = [grade_row(o, manifest.exercises, kit) for o in outcomes]
+    rows = [row for o in outcomes for row in grade_rows(o, manifest.exercises, kit)]
     changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises, outcomes, options)
+    if args.dry_run:
+        _print_batch(outcomes, roster.skipped)
+        print(f"{PROG}: a dry run: nothing written ({grades} and {options.results_dir}/ are as they were)")
+        return 130 if interrupted is not None else 0
+    if _differs(grades, rows, manifest.exercises) and (kept := keep(grades, history)) is not None:
+        print(f"{PROG}: the earlier {grades.name} is kept as {kept}")
     write_rows(grades, rows, manifest.exercises)
     analysis = item_analysis(outcomes, manifest.exercises)
-    written = write_report(grades.parent, analysis, title, changes, pairs)
+    written = write_report(
+        grades.parent, analysis, title, changes, pairs, _results_links(outcomes, options, grades)
+    )
     if pairs is not None:
         from grader.similarity import SIMILARITY_HTML
 
@@ -388,6 +404,47 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
               "run again to grade the rest", file=sys.stderr)  # fmt: skip
         return 130
     return 0
+
+
+def _results_links(outcomes: Sequence[Outcome], options, grades: Path) -> dict[str, str]:
+    """Each submission's results.json, as report.html (beside grades.csv) links to it."""
+    from urllib.parse import quote
+
+    from grader.batch import RESULTS, submission_folder
+
+    return {
+        o.entry.file: quote(
+            os.path.relpath(submission_folder(options.results_dir, o.entry) / RESULTS, grades.parent)
+        )
+        for o in outcomes
+    }
+
+
+def grades_history(grades: Path) -> Path:
+    """Where every grades.csv a batch replaced is kept, under the time it was written: GRADES-history/."""
+    return grades.parent / f"{grades.stem}-history"
+
+
+def _differs(grades: Path, rows: list, exercises) -> bool:
+    """Whether writing `rows` would change grades.csv at `grades` (an existing one)."""
+    from grader.grades import write_rows
+
+    if not grades.is_file():
+        return False
+    with tempfile.TemporaryDirectory(prefix="optlab-grades-") as scratch:
+        write_rows(Path(scratch) / grades.name, rows, exercises)
+        new = (Path(scratch) / grades.name).read_bytes()
+    with open(grades, "rb") as handle:
+        return handle.read() != new
+
+
+def _engine(args: argparse.Namespace) -> Engine | None:
+    """The batch's way of grading: a Dask cluster's workers with --cluster, else this machine's pool."""
+    if args.cluster is None:
+        return None
+    from grader.cluster import on_cluster
+
+    return on_cluster(args.cluster)
 
 
 def _batch_similarity(root: Path, manifest, entries, folder: Path, title: str) -> list | None:
@@ -409,12 +466,11 @@ def _regrade_preview(
     grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises, outcomes, options
 ) -> list:
     """Whose grade changes against `--compare`'s grades.csv, else the grades.csv about to be replaced
-    (kept beside it as NAME.previous.csv when anything changes); printed before grades.csv is written.
-    Which results entries changed comes from the earlier results.json: the one a regrade kept, or, for
-    `--compare`, the one in that grades.csv's own results folder, where it is there."""
-    import shutil
-
-    from grader.batch import PREVIOUS_RESULTS, RESULTS, read_results, submission_folder
+    (kept in GRADES-history/ when it changes); printed before grades.csv is written. A row that had no
+    grade there (not reached, crashed) is compared with the newest kept grades.csv that has one. Which
+    results entries changed comes from the earlier results.json: the one a regrade kept (in a dry run:
+    the one in place), or, for `--compare`, the one in that grades.csv's own results folder."""
+    from grader.batch import RESULTS, previous_results, read_results, submission_folder
     from grader.grades import GradesFileError, change_text, entry_scores, read_grades, regrade_changes
 
     old, against = compared, compare
@@ -426,27 +482,58 @@ def _regrade_preview(
     if old is None or against is None:
         return []
     after = {o.entry.file: entry_scores(o.document) for o in outcomes}
+    earlier: list[tuple[Outcome, Path | None]]
     if against == grades:  # this batch's own folder: what a regrade replaced
-        earlier = [(o, submission_folder(options.results_dir, o.entry) / PREVIOUS_RESULTS) for o in outcomes]
-        earlier = [(o, path) for o, path in earlier if not o.skipped]  # a kept grading replaced nothing
+        old = _graded_in_history(old, grades_history(grades))
+        folders = [(o, submission_folder(options.results_dir, o.entry)) for o in outcomes if not o.skipped]
+        earlier = [(o, f / RESULTS if options.dry_run else previous_results(f)) for o, f in folders]
     else:
         folder = against.parent / f"{against.stem}-results"
         earlier = [(o, submission_folder(folder, o.entry) / RESULTS) for o in outcomes]
-    before = {o.entry.file: entry_scores(document) for o, path in earlier if (document := read_results(path))}
-    changes = regrade_changes(old, rows, exercises, before, after)
-    if against == grades and changes:
-        kept = grades.with_name(f"{grades.stem}.previous{grades.suffix}")
-        shutil.copy2(grades, kept)
-        print(f"{PROG}: the earlier {grades.name} is kept as {kept}")
+    before = {
+        o.entry.file: entry_scores(document)
+        for o, path in earlier
+        if path is not None and (document := read_results(path))
+    }
+    found = regrade_changes(old, rows, exercises, before, after)
+    changes = [c for c in found if c.counts]
+    would = "would change" if options.dry_run else "change"
     if changes:
-        print(f"{PROG}: {_count(len(changes), 'grade')} change against {against}:")
+        print(f"{PROG}: {_count(len(changes), 'grade')} {would} against {against}:")
         for change in changes[:30]:
             _say(f"  {change_text(change)}")
         if len(changes) > 30:
             print(f"  ... and {len(changes) - 30} more (see the report)")
     else:
-        print(f"{PROG}: no grade changes against {against}")
+        print(f"{PROG}: no grade {would} against {against}")
+    if others := [c for c in found if not c.counts]:
+        print(f"{PROG}: not changes ({len(others)}): a row with no grade on one side")
+        for change in others[:30]:
+            _say(f"  {change_text(change)}")
+        if len(others) > 30:
+            print(f"  ... and {len(others) - 30} more (see grades.csv)")
     return changes
+
+
+def _graded_in_history(old: dict, history: Path) -> dict:
+    """`old`'s rows, each without a grade (not reached, crashed) replaced by the newest kept grades.csv's
+    row of that file that has one: an interrupted regrade hides no earlier grade from the next preview."""
+    from grader.grades import GradesFileError, read_grades
+    from grader.history import backups
+
+    missing = {file for file, row in old.items() if not row.get("total_points_earned")}
+    old = dict(old)
+    for backup in backups(history, "grades", ".csv") if missing else []:
+        try:
+            earlier = read_grades(backup)
+        except (GradesFileError, OSError):
+            continue
+        for file in [f for f in missing if (earlier.get(f) or {}).get("total_points_earned")]:
+            old[file] = earlier[file]
+            missing.discard(file)
+        if not missing:
+            break
+    return old
 
 
 def batch_title(module: str, source: Path, today: str | None = None) -> str:
@@ -519,12 +606,16 @@ def _print_batch(outcomes: Sequence[Outcome], skipped: Sequence[tuple[str, str]]
 
     total = len(outcomes)
     kept = sum(o.skipped for o in outcomes)
+    rescored = sum(o.rescored for o in outcomes)
     left = sum(o.status == INTERRUPTED for o in outcomes)
     failed = [o for o in outcomes if o.status != COMPLETED]
     kinds = Counter(o.status for o in failed)
     why = f" ({', '.join(f'{n} {status}' for status, n in sorted(kinds.items()))})" if failed else ""
     line = f"{PROG}: {_count(total, 'submission')}: {total - len(failed)} scored, {len(failed)} not scored"
-    line += f"{why}; {total - kept - left} graded now, {kept} kept from an earlier run"
+    line += f"{why}; {total - kept - left - rescored} graded now, "
+    if rescored:
+        line += f"{rescored} re-scored from their kept results.json (points alone changed), "
+    line += f"{kept} kept from an earlier run"
     if left:
         line += f", {left} not reached"
     if skipped:

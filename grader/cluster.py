@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from grader.batch import (
     GRADE_LOG,
     BatchOptions,
+    Engine,
     Graded,
     Outcome,
     grade_one,
@@ -114,7 +115,7 @@ def grade_on_worker(parcel: Parcel, options: BatchOptions) -> Returned:
         submission = unpack(parcel, Path(scratch) / "submission")
         # as many gradings side by side as the worker has threads (grader.sandbox.poll_seconds)
         here = dataclasses.replace(
-            options, results_dir=Path(scratch) / "results", cluster=None, jobs=max(1, worker.state.nthreads)
+            options, results_dir=Path(scratch) / "results", jobs=max(1, worker.state.nthreads)
         )
         graded, log = grade_one(root, Entry(parcel.file, submission), here, lambda: _released(key))
     return Returned(dataclasses.replace(graded, worker=worker.address), log)
@@ -181,16 +182,30 @@ def connect(address: str) -> Client:
         ) from None
 
 
+def on_cluster(address: str) -> Engine:
+    """The batch's engine (grader.batch.Engine) that grades on the workers of the scheduler at `address`."""
+
+    def grade(
+        root: Path, todo: list[tuple[Entry, str]], options: BatchOptions, done: Callable[[Outcome], None]
+    ) -> None:
+        grade_on_cluster(address, root, todo, options, done)
+
+    return grade
+
+
 def grade_on_cluster(
-    root: Path, todo: list[tuple[Entry, str]], options: BatchOptions, done: Callable[[Outcome], None]
+    address: str,
+    root: Path,
+    todo: list[tuple[Entry, str]],
+    options: BatchOptions,
+    done: Callable[[Outcome], None],
 ) -> None:
-    """Grade `todo` (entries with their grading keys) on the workers of `options.cluster`'s scheduler
-    that have this kit; `done` is told each outcome as it is recorded. Ctrl-C cancels what runs."""
-    assert options.cluster is not None
-    client = connect(options.cluster)
+    """Grade `todo` (entries with their grading keys) on the workers of the scheduler at `address` that
+    have this kit; `done` is told each outcome as it is recorded. Ctrl-C cancels what runs."""
+    client = connect(address)
     try:
         with stoppable():
-            _Dispatch(client, root, todo, options, done).run()
+            _Dispatch(client, address, root, todo, options, done).run()
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=10)
@@ -211,12 +226,13 @@ class _Dispatch:
     def __init__(
         self,
         client: Client,
+        address: str,
         root: Path,
         todo: list[tuple[Entry, str]],
         options: BatchOptions,
         done: Callable[[Outcome], None],
     ) -> None:
-        self.client, self.options, self.done = client, options, done
+        self.client, self.address, self.options, self.done = client, address, options, done
         self.kit = {k: v for k, v in kit_of(root).items() if k in KIT_KEYS}
         self.waiting = deque(todo)
         self.running: dict[Future, _Task] = {}
@@ -227,7 +243,7 @@ class _Dispatch:
         matching = self._refresh()
         if not matching:
             raise ClusterError(self._none_matching())
-        print(f"grader: grading on {self.options.cluster}: {_workers_text(self.kits, matching)}", flush=True)
+        print(f"grader: grading on {self.address}: {_workers_text(self.kits, matching)}", flush=True)
         refreshed, alone_since = time.monotonic(), None
         try:
             while self.waiting or self.running:
@@ -254,7 +270,7 @@ class _Dispatch:
         try:
             workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         except (OSError, TimeoutError) as error:  # the scheduler lost: stopped as Ctrl-C stops a batch
-            lost = f"lost the Dask scheduler at {self.options.cluster}: {_one_line(error)}"
+            lost = f"lost the Dask scheduler at {self.address}: {_one_line(error)}"
             raise KeyboardInterrupt(lost) from None
         new = [address for address in workers if address not in self.kits]
         for address, answer in self._ask(new).items():
@@ -305,9 +321,9 @@ class _Dispatch:
 
     def _none_matching(self) -> str:
         if not self.kits:
-            return (f"the Dask scheduler at {self.options.cluster} has no workers: start some "
-                    f"(dask worker {self.options.cluster}) and run grader batch again")  # fmt: skip
-        return (f"no worker of the Dask scheduler at {self.options.cluster} has this kit "
+            return (f"the Dask scheduler at {self.address} has no workers: start some "
+                    f"(dask worker {self.address}) and run grader batch again")  # fmt: skip
+        return (f"no worker of the Dask scheduler at {self.address} has this kit "
                 f"({_kit_text(self.kit)}): install it on them ({INSTALL})")  # fmt: skip
 
     def _submit(self, matching: dict[str, int]) -> None:

@@ -1,19 +1,24 @@
-"""grades.csv: one row per submission of a batch, in Otter's column names where Otter has one.
+"""grades.csv: one row per student of a batch (per submission where no names are known), in Otter's column
+names where Otter has one.
 
-Columns: `file` (the submission's name in the source), `name`, `email`, `sid` (from Gradescope's metadata;
-empty when unknown, several submitters joined by "; "), one column per exercise (its label, "8 softmax":
-the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct` (as Otter
-writes it: a fraction from 0 to 1, to four places: 0.5458 for 54.58 of 100 points) and `grading_status`
-(completed, or ungraded / timed out / crashed with the reason). A submission that was not graded earns 0
-everywhere; its status says why. One whose grading crashed (twice: the batch grades it again once), or
-that an interrupted batch did not reach, has empty points (no grade yet, not a zero) and the status
-"crashed: ..." or "interrupted: ...". Last, `kit_version` and `inventory_hash`: what the row was graded
-with. Every cell is written through grader.intake.printable (no control character or escape sequence from
-a submission or an export) and never starts a formula.
+A group submission gets one row per member, each with the same points, as Otter's Gradescope export
+parser lists every submitter (and Gradescope's own grade export does): a gradebook imports rows of one
+student each. Columns: `file` (the submission's name in the source, the same for every member), `name`,
+`email`, `sid` (from Gradescope's metadata; empty when unknown), one column per exercise (its label, "8
+softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct` (as
+Otter writes it: a fraction from 0 to 1, to four places: 0.5458 for 54.58 of 100 points) and
+`grading_status` (completed, or ungraded / timed out / crashed with the reason). A submission that was
+not graded earns 0 everywhere; its status says why. One whose grading crashed (twice: the batch grades
+it again once), or that an interrupted batch did not reach, has empty points (no grade yet, not a zero)
+and the status "crashed: ..." or "interrupted: ...". Last, `kit_version` and `inventory_hash`: what the
+row was graded with. Every cell is written through grader.intake.printable (no control character or
+escape sequence from a submission or an export) and never starts a formula.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
 much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json is
-known, else which exercises' points, before the file is replaced.
+known, else which exercises' points, before the file is replaced. Only a row whose total or exercise
+points differ counts as a change; a row that has no grade yet (an interrupted batch did not reach it, its
+grading crashed) is "not graded yet", and one that had none before is "graded now": neither is a change.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from grader.batch import CRASHED, INTERRUPTED, Outcome
 from grader.errors import KitError
 from grader.intake import printable
 from grader.manifest import Exercise
+from grader.roster import Submitter
 from grader.scoring import points_text
 
 IDENTIFIERS = ("file", "name", "email", "sid")
 TOTALS = ("total_points_earned", "total_points_possible", "percent_correct", "grading_status")
 KIT = ("kit_version", "inventory_hash")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run these as formulas
+NOT_GRADED, GRADED_NOW = "not graded yet", "graded now"
 
 
 class GradesFileError(KitError):
@@ -49,8 +56,14 @@ class Change:
     before: str  # total_points_earned before ("" for a submission that was not there)
     after: str  # and after ("" for one that is gone)
     exercises: tuple[tuple[str, str, str], ...]  # (exercise column, before, after) of those that changed
-    kind: str = "changed"  # or "new" (not in the earlier grades.csv), "gone" (not in the new one)
+    kind: str = "changed"  # or "new" (not in the earlier grades.csv), "gone" (not in the new one),
+    # NOT_GRADED (no grade now: not reached, crashed) or GRADED_NOW (no grade before): neither a change
     entries: tuple[tuple[str, str, str], ...] = ()  # (results entry, before, after), where both are known
+
+    @property
+    def counts(self) -> bool:
+        """Whether it is a change of a grade (not a row that has no grade on one side)."""
+        return self.kind not in (NOT_GRADED, GRADED_NOW)
 
     @property
     def moved(self) -> tuple[tuple[str, str, str], ...]:
@@ -70,15 +83,28 @@ def columns(exercises: Sequence[Exercise]) -> list[str]:
     return [*IDENTIFIERS, *(e.label for e in exercises), *TOTALS, *KIT]
 
 
-def grade_row(
+def grade_rows(
     outcome: Outcome, exercises: Sequence[Exercise], kit: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
+    """A submission's rows: one per submitter, each with the same points (one row where none is known)."""
+    people = outcome.entry.submitters
+    rows = [grade_row(outcome, exercises, kit, person) for person in people]
+    return rows or [grade_row(outcome, exercises, kit)]
+
+
+def grade_row(
+    outcome: Outcome,
+    exercises: Sequence[Exercise],
+    kit: Mapping[str, str] | None = None,
+    person: Submitter | None = None,
 ) -> dict[str, str]:
-    """One submission's row (`kit`: its kit_version and inventory_hash)."""
+    """One submission's row for `person` (default: every submitter's, joined by "; "; `kit`: its
+    kit_version and inventory_hash)."""
     extra = outcome.document.get("extra_data", {})
     earned = {item["id"]: float(item["score"]) for item in extra.get("exercises", [])}
     total = float(outcome.document.get("score", 0.0)) if earned else 0.0
     possible = float(extra.get("points_possible") or sum(e.points for e in exercises))
-    people = outcome.entry.submitters
+    people = (person,) if person is not None else outcome.entry.submitters
     row = {
         "file": outcome.entry.file,
         **{field: "; ".join(v for p in people if (v := getattr(p, field))) for field in IDENTIFIERS[1:]},
@@ -101,7 +127,7 @@ def write_grades(
     kit: Mapping[str, str] | None = None,
 ) -> None:
     """Write grades.csv (atomically: a rename into place)."""
-    write_rows(path, [grade_row(o, exercises, kit) for o in outcomes], exercises)
+    write_rows(path, [row for o in outcomes for row in grade_rows(o, exercises, kit)], exercises)
 
 
 def write_rows(path: Path, rows: Sequence[dict[str, str]], exercises: Sequence[Exercise]) -> None:
@@ -155,7 +181,10 @@ def read_grades(path: Path) -> dict[str, dict[str, str]]:
             missing = [c for c in ("file", "total_points_earned", "grading_status") if c not in header]
             if missing:
                 raise GradesFileError(f"{what} (no {', '.join(missing)} column): {fix}")
-            return {row["file"]: row for row in reader}
+            found: dict[str, dict[str, str]] = {}
+            for row in reader:  # a group's members share one file and its points: the first stands for all
+                found.setdefault(row["file"], row)
+            return found
     except UnicodeDecodeError:
         raise GradesFileError(f"{what} (not UTF-8 text): {fix}") from None
     except csv.Error as error:
@@ -180,10 +209,19 @@ def regrade_changes(
     """The submissions whose total or exercise points differ between `old` and the new `rows`, in the
     new rows' order (then those gone); with the entries of both results.json where known."""
     changes = []
-    for row in rows:
+    first: dict[str, Mapping[str, str]] = {}
+    for row in rows:  # a group's members share one file and its points: the first row stands for all
+        first.setdefault(row["file"], row)
+    for row in first.values():
         before = old.get(row["file"])
         if before is None:
             changes.append(Change(row["file"], "", row["total_points_earned"], (), "new"))
+            continue
+        was, now = before.get("total_points_earned", ""), row["total_points_earned"]
+        if not now or not was:  # no grade on one side: not a change of a grade
+            if now != was:
+                kind = NOT_GRADED if not now else GRADED_NOW
+                changes.append(Change(row["file"], was, now, (), kind))
             continue
         moved = tuple(
             (e.label, before.get(e.label, ""), row[e.label])
@@ -195,7 +233,7 @@ def regrade_changes(
             entries = _moved_entries((entries_before or {}).get(file), (entries_after or {}).get(file))
             total = before.get("total_points_earned", "")
             changes.append(Change(row["file"], total, row["total_points_earned"], moved, entries=entries))
-    new = {row["file"] for row in rows}
+    new = set(first)
     changes += [
         Change(file, row.get("total_points_earned", ""), "", (), "gone")
         for file, row in old.items()
@@ -223,6 +261,10 @@ def change_text(change: Change) -> str:
         return f"{change.file}: new, {change.after or 'no grade yet'}"
     if change.kind == "gone":
         return f"{change.file}: gone (was {change.before or 'no grade'})"
+    if change.kind == NOT_GRADED:
+        return f"{change.file}: not graded yet (its grade was {change.before}; run grader batch again)"
+    if change.kind == GRADED_NOW:
+        return f"{change.file}: graded now, {change.after} (not graded yet in the earlier grades.csv)"
     delta = change.delta
     moved = f" ({'+' if delta > 0 else ''}{points_text(delta)})" if delta else ""
     parts = "; ".join(f"{label} {b or '-'} -> {a or '-'}" for label, b, a in change.moved)

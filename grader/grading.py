@@ -82,6 +82,7 @@ def grade(
         "kit_version": __version__,
         "submission": {"found_as": printable(intake.found_as, lines=False), "sha256": _digest(intake)},
         "isolation": machine_layers().as_data(),  # which layers confined the worker
+        "notes": notes,  # what the summary says besides the scores (a re-scoring renders it again)
     }
     document = results_document(scores, notes, time.monotonic() - started, extra)
     write_results(document, out)

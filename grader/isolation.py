@@ -23,7 +23,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -341,17 +341,159 @@ def _owner_column(kind: str) -> int:
     return {"shm": 7, "sem": 4, "msg": 7}[kind]
 
 
-def protect_kit(root: Path, package: Path) -> None:
-    """As root: make the kit unreadable by the worker uids. The checkout keeps only the search bit for
-    others (paths through it still resolve); every entry in it (examples, .git, dist, tests, solutions)
-    and the installed grader package, if it lives elsewhere, lose every permission of others. Virtual
-    environments keep theirs: an interpreter may live there, and they hold no secret but the package."""
-    _chmod(root, lambda mode: (mode & ~0o007) | 0o001)
-    for entry in root.iterdir():
-        if not entry.name.startswith(".venv"):
-            _chmod(entry, lambda mode: mode & ~0o007)
+def protect_kit(root: Path, package: Path) -> Callable[[], None]:
+    """As root: make the kit unreadable by the worker uids while it grades; returns what gives the kit
+    back the modes it had, to call once the grading's workers are gone. The checkout keeps only the
+    search bit for others (paths through it still resolve); every entry in it (examples, .git, dist,
+    tests, solutions) and the installed grader package, if it lives elsewhere, lose every permission of
+    others. Virtual environments keep theirs: an interpreter may live there, and they hold no secret
+    but the package.
+
+    Gradings of one kit at once (a batch's children) share the closed modes: each holds the record of the
+    modes it found (KIT_MODES, in the kit's private cache folder) locked shared while it grades; the
+    first records them; the last to end (the one that gets the record exclusively) restores them, so the
+    checkout is left as readable as it was (a later run as another user can read it). Recording and
+    restoring take turns under a lock of the cache folder. A grader killed before it ended leaves the
+    kit closed until the next grading of it ends. Where the record cannot be kept (a read-only kit), the
+    kit stays closed, as before."""
+    targets = [root, *(e for e in root.iterdir() if not e.name.startswith(".venv"))]
     if root not in package.resolve().parents:
-        _chmod(package, lambda mode: mode & ~0o007)
+        targets.append(package)
+    key = str(root.resolve())
+    if key in _HELD:  # this process protects the kit already (flock is per open file: not twice)
+        _HELD[key][1] += 1
+        _close_to_others(root, targets)
+        return functools.partial(_release_kit, key)
+    opened = _open_modes_record(root)
+    if opened is None:
+        _close_to_others(root, targets)
+        return lambda: None
+    import fcntl  # POSIX only: imported where used
+
+    turn, record = opened
+    try:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # while no other grading records or restores the modes
+        fcntl.flock(record, fcntl.LOCK_SH)  # held until this grading ends
+        if not _read_modes(record):  # the first grading of the kit now: the modes as they were
+            _write_modes(record, {str(p): m for p in targets if (m := _mode(p)) is not None})
+        _close_to_others(root, targets)
+    except BaseException:
+        os.close(record)
+        raise
+    finally:
+        os.close(turn)
+    _HELD[key] = [record, 1]
+    return functools.partial(_release_kit, key)
+
+
+_HELD: dict[str, list[int]] = {}  # kit root -> [its modes record, protections of this process]
+
+
+def _release_kit(key: str) -> None:
+    """One protection of this process ended; the last one restores the kit (where no other grader holds
+    it). Called twice, the second call does nothing."""
+    held = _HELD.get(key)
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _HELD[key]
+        _restore_kit(Path(key), held[0])
+
+
+KIT_MODES = "kit-modes.json"  # in the kit's BYTECODE_CACHE folder (root's, private)
+
+
+def _close_to_others(root: Path, targets: list[Path]) -> None:
+    for path in targets:
+        if path == root:
+            _chmod(root, lambda mode: (mode & ~0o007) | 0o001)
+        else:
+            _chmod(path, lambda mode: mode & ~0o007)
+
+
+def _restore_kit(root: Path, record: int) -> None:
+    """Give the kit back its recorded modes, where no other grading of it holds the record (each one
+    that still grades holds it shared; the last to end restores)."""
+    import fcntl
+
+    try:
+        fcntl.flock(record, fcntl.LOCK_UN)
+        opened = _open_modes_record(root)
+        if opened is None:
+            return
+        turn, again = opened
+        os.close(again)
+        try:
+            fcntl.flock(turn, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(record, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another grading holds it: the last one restores
+                return
+            for path, mode in _read_modes(record).items():
+                with contextlib.suppress(OSError):
+                    if _mode(Path(path)) is not None:
+                        os.chmod(path, mode)
+            _write_modes(record, {})
+        finally:
+            os.close(turn)
+    finally:
+        os.close(record)
+
+
+def _open_modes_record(root: Path) -> tuple[int, int] | None:
+    """The kit's cache folder (whose lock takes turns) and its record of the kit's modes (made, private),
+    opened; None where they cannot be."""
+    from grader.layout import BYTECODE_CACHE
+
+    folder = root / BYTECODE_CACHE
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.is_symlink() or not folder.is_dir():
+            return None
+        cloexec = getattr(os, "O_CLOEXEC", 0)
+        turn = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | cloexec)
+    except OSError:
+        return None
+    try:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | cloexec
+        return turn, os.open(folder / KIT_MODES, flags, 0o600)
+    except OSError:
+        os.close(turn)
+        return None
+
+
+def _read_modes(record: int) -> dict[str, int]:
+    import json
+
+    os.lseek(record, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(record, 65536):
+        chunks.append(chunk)
+    try:
+        modes = json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        return {}
+    return {str(k): int(v) for k, v in modes.items()} if isinstance(modes, dict) else {}
+
+
+def _write_modes(record: int, modes: dict[str, int]) -> None:
+    import json
+
+    data = json.dumps(modes).encode("utf-8")
+    os.ftruncate(record, 0)
+    os.lseek(record, 0, os.SEEK_SET)
+    while data:
+        data = data[os.write(record, data) :]
+    os.fsync(record)
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISLNK(mode) else stat.S_IMODE(mode)
 
 
 def _chmod(path: Path, change) -> None:

@@ -22,6 +22,9 @@ _TOP_KEYS = ("defaults", "exercise")
 _DEFAULT_KEYS = ("module", "hidden_visibility", "hidden_output")
 _REQUIRED_KEYS = ("id", "title", "part", "functions", "points")
 _OPTIONAL_KEYS = ("hidden_visibility", "hidden_output", "visible_points")
+# The keys of an exercise that change scores alone, never what a check does: a change of them re-scores
+# the batch's kept results (grader.rescore) instead of running every submission again.
+SCORING_KEYS = ("points", "visible_points")
 
 
 class ManifestError(LocatedError):

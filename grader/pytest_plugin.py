@@ -152,9 +152,10 @@ class OptLab:
         self.suites = config.stash.get(_STUDENT_SUITES, 1)  # how many suites of this session call it
         self._ahead: list[tuple[Student, Callable[[], None]]] = []
         self._handed = 0
+        if hasattr(os, "geteuid") and os.geteuid() == 0:  # worker uids must not read the kit while it grades
+            # restored after the workers are closed (cleanups run last registered, first)
+            config.add_cleanup(protect_kit(root, Path(__file__).parent))
         config.add_cleanup(self.close)
-        if hasattr(os, "geteuid") and os.geteuid() == 0:  # worker uids must not read the kit
-            protect_kit(root, Path(__file__).parent)
 
     def student(self) -> tuple[Student, Callable[[], None]]:
         """A Student on a fresh worker, and what closes it. While a suite runs, the worker of the next one

@@ -1,12 +1,17 @@
 """The item analysis of a batch: where the class struggled, read from the submissions' results.json data.
 
+- per student (per submission, every submitter named): the total, each exercise's points, the grading
+  status and a link to its results.json, in the batch's order;
 - per exercise, weakest first: how many submissions earned its full points, the mean share of its
   points, and its most common failures (which check's property, what kind of failure), counted from the
-  checks each results entry's extra_data carries, never from the text students see; the weakest
+  checks each results entry's extra_data carries, never from the text students see; failures that are
+  not "not implemented" rank first (an unstarted exercise says little about the exercise); the weakest
   exercises are highlighted;
 - per check: its pass rate and how well it separates strong from weak submissions (the point-biserial
   correlation of passing it with the total score); checks nobody fails, and checks failed mostly by top
-  scorers (a negative correlation), are flagged as worth a look;
+  scorers (a negative correlation), are flagged as worth a look, but only where there is data enough
+  for a flag to mean something: at least FLAG_CLASS_SIZE scored submissions, and for the second flag
+  at least FLAG_FAILURES of them failing the check (below, no flag, and the page says why);
 - a histogram of the total scores whose bins show the spread (full marks a bar of its own) and a bar
   chart of the exercises' pass rates, as PNG (matplotlib's Agg renderer: no display needed), and
   `report.html`, one page with the images inlined, readable offline, titled with the assignment and date.
@@ -23,11 +28,11 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import COMPLETED, Outcome
+from grader.batch import COMPLETED, CRASHED, INTERRUPTED, Outcome
 from grader.grades import Change
 from grader.intake import ESCAPED_NOTE, printable
 from grader.manifest import Exercise
@@ -40,6 +45,9 @@ HISTOGRAM_PNG = "score-histogram.png"
 PASS_RATES_PNG = "pass-rates.png"
 REPORT_HTML = "report.html"
 SEPARATION_FLAG = -0.1  # a correlation below this: failed mostly by the strong
+FLAG_CLASS_SIZE = 20  # scored submissions below which no check is flagged (a correlation of noise)
+FLAG_FAILURES = 3  # submissions failing a check below which it is not "failed mostly by top scorers"
+NOT_IMPLEMENTED = "not implemented"  # the failure kind of an exercise not started (grader.results)
 
 
 @dataclass(frozen=True)
@@ -75,12 +83,27 @@ class CheckStats:
 
     @builtins.property
     def flag(self) -> str:
-        """Why the check is worth a look ("" if it is not)."""
-        if self.scored and self.passed == self.scored:
+        """Why the check is worth a look ("" if it is not, or if there is too little data to say)."""
+        if self.scored < FLAG_CLASS_SIZE:
+            return ""
+        if self.passed == self.scored:
             return "nobody fails it"
-        if self.separation is not None and self.separation < SEPARATION_FLAG:
+        failed = self.scored - self.passed
+        if failed >= FLAG_FAILURES and self.separation is not None and self.separation < SEPARATION_FLAG:
             return "failed mostly by top scorers"
         return ""
+
+
+@dataclass(frozen=True)
+class StudentRow:
+    """One submission in the per-student table."""
+
+    file: str
+    names: str  # its submitters, "; "-joined ("" where none is known)
+    status: str  # grades.csv's grading_status
+    total: float | None  # None: not scored
+    possible: float | None
+    points: dict[int, float]  # exercise id -> points earned
 
 
 @dataclass(frozen=True)
@@ -92,6 +115,7 @@ class Analysis:
     exercises: tuple[ExerciseStats, ...]  # weakest first
     checks: tuple[CheckStats, ...]  # in results.json's order
     not_scored: tuple[tuple[str, str], ...]  # (file, grading status)
+    students: tuple[StudentRow, ...] = ()  # in the batch's order
 
     @property
     def weakest(self) -> tuple[int, ...]:
@@ -110,9 +134,19 @@ def item_analysis(outcomes: Sequence[Outcome], exercises: Sequence[Exercise]) ->
         (_exercise_stats(e, documents) for e in exercises),
         key=lambda s: (s.pass_rate, s.mean_share, s.exercise.id),
     )
+    students = tuple(_student_row(o, id(o) in kept) for o in outcomes)
     return Analysis(
-        len(outcomes), percents, tuple(per_exercise), _check_stats(documents, percents), not_scored
+        len(outcomes), percents, tuple(per_exercise), _check_stats(documents, percents), not_scored, students
     )
+
+
+def _student_row(outcome: Outcome, scored: bool) -> StudentRow:
+    names = "; ".join(p.name or p.email or p.sid or "?" for p in outcome.entry.submitters)
+    extra = outcome.document.get("extra_data", {}) if scored else {}
+    points = {int(item["id"]): float(item["score"]) for item in extra.get("exercises", [])}
+    total = float(outcome.document.get("score", 0.0)) if scored else None
+    possible = float(extra.get("points_possible") or 0.0) if scored else None
+    return StudentRow(outcome.entry.file, names, outcome.grading_status, total, possible, points)
 
 
 def checks_of(test: dict) -> list[dict]:
@@ -156,9 +190,10 @@ def write_report(
     title: str = "Batch grading",
     changes: Sequence[Change] = (),
     pairs: Sequence | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Write the PNG charts and report.html into `folder`; the paths written. Without matplotlib, the
-    page has the tables only."""
+    """Write the PNG charts and report.html into `folder`; the paths written (`links`: each submission's
+    results.json, by file, relative to `folder`). Without matplotlib, the page has the tables only."""
     folder.mkdir(parents=True, exist_ok=True)
     images: dict[str, Path] = {}
     try:
@@ -169,7 +204,7 @@ def write_report(
     except ImportError:
         pass
     page = folder / REPORT_HTML
-    page.write_text(report_html(analysis, images, title, changes, pairs), encoding="utf-8")
+    page.write_text(report_html(analysis, images, title, changes, pairs, links), encoding="utf-8")
     return [*images.values(), page]
 
 
@@ -182,7 +217,7 @@ def _percent(document: dict) -> float:
 
 
 def _exercise_stats(exercise: Exercise, documents: list[dict]) -> ExerciseStats:
-    shares, full, failures = [], 0, Counter[str]()
+    shares, full, failures = [], 0, Counter[tuple[str, bool]]()
     for document in documents:
         item = next((i for i in document["extra_data"].get("exercises", []) if i["id"] == exercise.id), None)
         if item is None:
@@ -190,7 +225,7 @@ def _exercise_stats(exercise: Exercise, documents: list[dict]) -> ExerciseStats:
         shares.append(item["score"] / exercise.points)
         full += item["score"] >= exercise.points - 1e-6
         labels = {
-            failure_label(check)
+            (failure_label(check), check.get("kind") == NOT_IMPLEMENTED)
             for test in document["tests"]
             if test.get("extra_data", {}).get("exercise") == exercise.id
             for check in checks_of(test)
@@ -198,7 +233,11 @@ def _exercise_stats(exercise: Exercise, documents: list[dict]) -> ExerciseStats:
         }
         failures.update(labels)  # one count per submission and failure
     mean = statistics.fmean(shares) if shares else 0.0
-    return ExerciseStats(exercise, len(shares), full, mean, tuple(failures.most_common(TOP_FAILURES)))
+    # what went wrong in code that was written first; then the most common; then by name (stable)
+    ranked = sorted(failures.items(), key=lambda item: (item[0][1], -item[1], item[0][0]))
+    return ExerciseStats(
+        exercise, len(shares), full, mean, tuple((k[0], n) for k, n in ranked[:TOP_FAILURES])
+    )
 
 
 def _check_stats(documents: list[dict], percents: Sequence[float]) -> tuple[CheckStats, ...]:
@@ -273,15 +312,18 @@ def report_html(
     title: str,
     changes: Sequence[Change] = (),
     pairs: Sequence | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> str:
     """The page: summary, charts (inlined as base64 PNG), the exercises (weakest first, highlighted), the
-    checks worth a look, what was not scored. Every text that came from a submission is escaped (HTML, and
+    checks worth a look, what was not scored, and a row per student with a link to its results.json
+    (`links`, by file). Every text that came from a submission is escaped (HTML, and
     control characters: said once, at the top, where there were any)."""
     weak = set(analysis.weakest)
     untrusted = [
         *(text for row in analysis.not_scored for text in row),
         *(c.file for c in changes),
         *(name for p in pairs or () for name in (p.first, p.second)),
+        *(text for s in analysis.students for text in (s.file, s.names)),
     ]
     escaped = any(printable(text, lines=False) != text for text in untrusted)
     parts = [
@@ -303,6 +345,7 @@ def report_html(
     if analysis.not_scored:
         rows = [[_e(file), _e(status)] for file, status in analysis.not_scored]
         parts += ["<h2>Not scored</h2>", _table(["file", "grading status"], rows)]
+    parts.append(_students_section(analysis, links or {}))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -324,6 +367,25 @@ def _changes_section(changes: Sequence[Change]) -> str:
     ]
     header = ["file", "", "total before", "total after", "change", "what changed"]
     return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
+
+
+def _students_section(analysis: Analysis, links: Mapping[str, str]) -> str:
+    """A row per submission: who, the total, each exercise's points, the status, its results.json."""
+    if not analysis.students:
+        return ""
+    exercises = sorted((s.exercise for s in analysis.exercises), key=lambda e: e.id)
+    header = ["file", "name", "total", *(e.label for e in exercises), "grading status", "results"]
+    rows = []
+    for student in analysis.students:
+        scored = student.total is not None
+        no_grade = student.status.startswith((INTERRUPTED, CRASHED))  # as grades.csv: no grade yet
+        total = f"{_n(student.total or 0)} / {_n(student.possible or 0)}" if scored else "0"
+        total = "no grade yet" if no_grade else total
+        points = [_n(student.points.get(e.id, 0.0)) if scored else "" for e in exercises]
+        href = links.get(student.file)
+        link = f"<a href='{html.escape(href, quote=True)}'>results.json</a>" if href else ""
+        rows.append([_e(student.file), _e(student.names), _e(total), *points, _e(student.status), link])
+    return "<h2 id='students'>Students</h2>" + _table(header, rows)
 
 
 def _pairs_section(pairs: Sequence | None) -> str:
@@ -386,6 +448,16 @@ def _checks_section(analysis: Analysis) -> str:
         rest = _table(header, [_check_row(c) for c in failed[HARDEST:]])
         parts.append(
             f"<details><summary>{len(failed) - HARDEST} more checks some fail</summary>{rest}</details>"
+        )
+    if analysis.checks and len(analysis.percents) < FLAG_CLASS_SIZE:
+        parts.append(
+            f"<p>No check is flagged as worth a look: {len(analysis.percents)} scored submissions are too "
+            f"few for it to mean something (flags need at least {FLAG_CLASS_SIZE}).</p>"
+        )
+    elif analysis.checks:
+        parts.append(
+            f"<p>A check is flagged as failed mostly by top scorers only where at least {FLAG_FAILURES} "
+            "submissions fail it.</p>"
         )
     easy = [c for c in flagged if c.flag == "nobody fails it"]
     odd = [c for c in flagged if c.flag != "nobody fails it"]

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -74,10 +74,12 @@ def unscored_document(
 
 
 def write_results(document: dict, path: Path) -> None:
-    """Write strict JSON (no NaN) of at most MAX_BYTES to `path`, atomically (a rename into place)."""
+    """Write strict JSON (no NaN) of at most MAX_BYTES to `path`, atomically (a rename into place), with
+    the mode any file of its writer gets (0644 under the usual umask 022): a TA reads it, as grades.csv."""
     text = _fit(document)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
+    temporary = str(path.parent / f".results-{secrets.token_hex(8)}.json")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)

@@ -151,8 +151,13 @@ def write_similarity(path: Path, pairs: Sequence[Pair], left_out: Sequence[str],
     return path
 
 
+# Two columns that share the page's width whatever the code's longest line: a grid track of "1fr" is at
+# least as wide as its content (a long line pushed the right column past a 1280 px window); minmax(0, 1fr)
+# and min-width: 0 keep each half, and its <pre> scrolls sideways instead.
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
-pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: 85%; } mark { background: #ffd86b; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1em; }
+.pair > div { min-width: 0; }
+pre { background: #f7f7f7; padding: .5em; overflow-x: auto; max-width: 100%; font-size: 85%; }
+mark { background: #ffd86b; }
 """

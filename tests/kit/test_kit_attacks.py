@@ -143,10 +143,12 @@ def ref() -> types.ModuleType:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def protected_kit() -> None:
-    """What every grading as root does first (the pytest plugin): the kit's secrets closed to others."""
-    if ROOT:
-        protect_kit(KIT, KIT / "grader")
+def protected_kit() -> Iterator[None]:
+    """What every grading as root does (the pytest plugin): the kit's secrets closed to others while it
+    grades, its modes given back after."""
+    restore = protect_kit(KIT, KIT / "grader") if ROOT else (lambda: None)
+    yield
+    restore()
 
 
 @contextlib.contextmanager

@@ -100,6 +100,12 @@ def rows(grades: Path) -> dict[str, dict[str, str]]:
         return {row["file"]: row for row in reader}
 
 
+def members_of(grades: Path) -> list[dict[str, str]]:
+    """Every row of grades.csv (a group has one per member)."""
+    with open(grades, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
 def looping(text: str, marker: Path) -> str:
     """`text` with every exercise stub replaced by an endless loop, marked with a comment (to find it)."""
     loops = re.sub(r'raise NotImplementedError\("exercise [^"]*"\)', "while True:\n        pass", text)
@@ -309,11 +315,11 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
         "ada@example.edu",
     )
     assert first["submission_101"]["sid"] == "1815"
-    assert first["submission_102"]["name"] == "Ben Bit; Cy D'Arc"
-    assert (first["submission_102"]["email"], first["submission_102"]["sid"]) == (
-        "ben@example.edu",
-        "200; 201",
-    )
+    members = [r for r in members_of(grades) if r["file"] == "submission_102"]  # one row per member
+    assert [(r["name"], r["email"], r["sid"]) for r in members] == [
+        ("Ben Bit", "ben@example.edu", "200"),
+        ("Cy D'Arc", "", "201"),
+    ]
     assert (
         first["submission_101"]["percent_correct"] == "1"
         and first["submission_102"]["percent_correct"] == "0"
@@ -339,9 +345,10 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
     assert f"1 grade change against {grades}:\n  {preview}\n" in out  # printed before it is replaced
     assert (
         "grades-results" not in preview
-        and (results.parent.parent / "submission_102" / "results.previous.json").is_file()
+        and len(list((results.parent.parent / "submission_102" / "history").glob("results.*.json"))) == 1
     )
-    assert rows(grades.with_name("grades.previous.csv")) == first  # the earlier one, kept beside it
+    kept = list((grades.parent / "grades-history").glob("grades.*.csv"))
+    assert len(kept) == 1 and rows(kept[0]) == first  # the earlier one, kept in the history
     assert "Regrade: 1 grade changed" in (grades.parent / "report.html").read_text(encoding="utf-8")
 
     code, out, _ = batch(str(tmp_path / "export.zip"), *args, "--force")
@@ -476,17 +483,19 @@ def test_the_report_reads_failures_and_separation_from_the_checks_data() -> None
     checks = {c.check: c for c in analysis.checks}
     assert checks["hard"].separation == pytest.approx(0.99, abs=0.01) and checks["hard"].flag == ""
     assert checks["odd"].separation == pytest.approx(-0.99, abs=0.01)
-    assert checks["odd"].flag == "failed mostly by top scorers"
-    assert checks["easy"].flag == "nobody fails it" and checks["easy"].separation is None
-    failures = dict(analysis.exercises[0].failures)
-    assert failures == {
-        "odd holds (wrong result)": 2,
-        "hard holds (not implemented)": 1,
-        "hard holds (ValueError)": 1,
-    }
+    assert checks["easy"].separation is None
+    # 4 submissions are too few for a flag to mean anything (issue 26): none, and the page says so
+    assert [c.flag for c in analysis.checks] == ["", "", ""]
+    failures = analysis.exercises[0].failures
+    assert failures == (  # what went wrong in written code first, "not implemented" last
+        ("odd holds (wrong result)", 2),
+        ("hard holds (ValueError)", 1),
+        ("hard holds (not implemented)", 1),
+    )
     page = report_html(analysis, {}, "t")
     assert "display text" not in page and "4 submissions, 4 scored, 0 not scored" in page
-    assert "Checks failed mostly by top scorers" in page and "1 check nobody fails" in page
+    assert "Checks failed mostly by top scorers" not in page and "nobody fails" not in page
+    assert "4 scored submissions are too few for it to mean something (flags need at least 20)" in page
 
 
 def test_point_biserial_is_the_correlation_of_passing_with_the_total() -> None:
