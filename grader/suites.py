@@ -39,6 +39,7 @@ class TestRecord:
     outcome: TestOutcome
     property: str  # first docstring line: what the test checks, without its inputs
     message: str  # the failure as pytest reported it ("" when passed)
+    calls: tuple[str, ...] = ()  # the lab functions it called on the submission (with --record-calls)
 
 
 class SuiteRunError(KitError):
@@ -197,6 +198,7 @@ def _record(test: dict) -> TestRecord:
         outcome=outcome,
         property=str(props.get("property", "")),
         message=message,
+        calls=tuple(str(name) for name in props.get("calls", ()) if isinstance(name, str)),
     )
 
 
