@@ -7,7 +7,8 @@ exercise, and every exercise with a check that calls a function running it in th
 checks' calls recorded on the reference, `--record-calls`; what runs where, grader.contract's
 `submission_runs`). A check that calls nothing running the edited function sees exactly the reference's
 answers, so it cannot lose points; the one way around this, a mistake that changes module state other
-functions read (a global), only `scope="all"` sees.
+functions read (a global), is graded on every exercise when its edit names such state
+(`touches_module_state`), and `scope="all"` grades every mistake so.
 
 Nothing here ships: it is the kit's own measure of its suites (scripts/mistakes.py, the kit's test).
 """
@@ -15,6 +16,7 @@ Nothing here ships: it is the kit's own measure of its suites (scripts/mistakes.
 from __future__ import annotations
 
 import ast
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -42,6 +44,7 @@ class Mistake:
     exercise: int  # the exercise of the promise's function: where the mistake must cost points
     file: str  # the corpus file it came from, as errors name it
     source: str = field(repr=False)
+    new: str = field(default="", repr=False)  # the edit's new text
 
 
 def read_promises(folder: Path) -> dict[str, str]:
@@ -87,9 +90,8 @@ def load_corpus(
                 continue
             seen.add(ident)
             exercise = exercise_of[promises[entry["promise"]]]
-            mistakes.append(
-                Mistake(ident, entry["function"], entry["promise"], entry["says"], exercise, name, source)
-            )
+            function, promise, says, new = (entry[k] for k in ("function", "promise", "says", "new"))
+            mistakes.append(Mistake(ident, function, promise, says, exercise, name, source, new))
     return mistakes, problems
 
 
@@ -204,6 +206,22 @@ class Graded:
         return out
 
 
+def touches_module_state(mistake: Mistake) -> bool:
+    """Whether the edit may change state that other functions read: its new text names a module-level
+    variable (RULES, CONFLICTS, ...), says `global`, or reaches for globals by other means. Such a
+    mistake is graded on every exercise: the checks that can reach its function are not all the checks
+    it can change."""
+    variables = {
+        target.id
+        for node in ast.parse(mistake.source).body
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", mistake.new))
+    return bool(words & (variables | {"global", "globals", "setattr", "sys", "builtins", "__dict__"}))
+
+
 def recorded_calls(root: Path) -> dict[str, tuple[int, frozenset[str]]] | None:
     """Test nodeid -> (its exercise, the lab functions it calls on the submission), recorded on the
     reference by the kit at `root`; None when that kit's plugin cannot record calls."""
@@ -279,7 +297,7 @@ def grade_corpus(
         reached = reach(root, calls)
 
     def exercises(mistake: Mistake) -> list[int]:
-        if reached is None:
+        if reached is None or touches_module_state(mistake):
             return every
         return sorted({mistake.exercise, *reached.get(mistake.function, set())} & set(every))
 

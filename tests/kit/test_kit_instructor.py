@@ -144,7 +144,8 @@ def test_a_test_without_its_exercise_marker_is_named_by_file_and_line(
             """double(x) is even."""
             assert student.double(x) % 2 == 0
         ''')
-    unmarked = VISIBLE.replace("@pytest.mark.exercise(1)\ndef test_double_of_three", "def test_double_of_three")
+    marked = "@pytest.mark.exercise(1)\ndef test_double_of_three"
+    unmarked = VISIBLE.replace(marked, "def test_double_of_three")
     visible.write_text(unmarked + parametrized, encoding="utf-8")
     root = ["--root", str(small_kit)]
 

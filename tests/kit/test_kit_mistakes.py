@@ -26,6 +26,7 @@ from grader.mistakes import (
     reach,
     read_kit_corpus,
     recorded_calls,
+    touches_module_state,
 )
 from grader.reference import parse_reference
 from tests.kit.conftest import KIT
@@ -231,3 +232,40 @@ def test_the_runner_names_a_mistake_with_full_marks_and_one_that_leaks(tmp_path:
     ]  # fmt: skip
     assert failures[0].startswith(f"{name}: softmax-divides-by-a-named-sum: full marks on exercise 8 (3/3)")
     assert "loses points on another exercise (exercise 11 -" in failures[1]
+
+
+def test_an_edit_that_names_module_state_is_graded_on_every_exercise(tmp_path: Path) -> None:
+    """A check that calls nothing running the edited function sees the reference's answers, unless the
+    edit changes state other functions read: such an edit (a module-level variable, `global`) is graded
+    on every exercise, not only on those whose checks reach its function."""
+    folder = _corpus(
+        tmp_path,
+        """\
+        [[mistake]]
+        id = "softmax-smallest"
+        function = "softmax"
+        promise = "softmax.stable"
+        says = "subtracts the smallest logit"
+        old = '''    m = max(xs)'''
+        new = '''    m = min(xs)'''
+
+        [[mistake]]
+        id = "softmax-changes-the-conflicts"
+        function = "softmax"
+        promise = "softmax.stable"
+        says = "a fixture: changes a table other exercises read"
+        old = '''    m = max(xs)'''
+        new = '''    m = max(xs); CONFLICTS[("abbrev", "F")] = 0.0'''
+
+        [[mistake]]
+        id = "softmax-global"
+        function = "softmax"
+        promise = "softmax.stable"
+        says = "a fixture: rebinds a global"
+        old = '''    z = sum(es)'''
+        new = '''    global N_CALLS; z = sum(es)'''
+        """,
+    )
+    mistakes, problems = _load(folder)
+    assert problems == []
+    assert [touches_module_state(m) for m in mistakes] == [False, True, True]
