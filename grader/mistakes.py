@@ -98,7 +98,9 @@ def load_corpus(
 def _entry_problem(
     entry: dict, seen: set[str], exercise_of: dict[str, int], promises: dict[str, str], exercise_only: bool
 ) -> str | None:
-    missing = [key for key in FIELDS if not isinstance(entry.get(key), str) or not entry[key]]
+    missing = [  # `new` may be empty: the mistake leaves something out
+        key for key in FIELDS if not isinstance(entry.get(key), str) or (not entry[key] and key != "new")
+    ]
     if missing:
         return f"needs {', '.join(missing)} (text)"
     if entry["id"] in seen:

@@ -110,6 +110,25 @@ def test_an_edit_applies_inside_its_function_only(tmp_path: Path) -> None:
     assert REFERENCE_MODULE.source.count("m = max(xs)") >= 1
 
 
+def test_an_edit_may_leave_lines_out(tmp_path: Path) -> None:
+    folder = _corpus(
+        tmp_path,
+        """\
+        [[mistake]]
+        id = "softmax-no-shift"
+        function = "softmax"
+        promise = "softmax.stable"
+        says = "leaves the shift out"
+        old = '''    m = max(xs)
+'''
+        new = ''''''
+        """,
+    )
+    (mistake,), problems = _load(folder)
+    assert problems == []
+    assert "m = max(xs)" not in mistake.source.split("def softmax", 1)[1].split("def ", 1)[0]
+
+
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
