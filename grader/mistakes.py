@@ -79,16 +79,20 @@ def load_corpus(
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             problems.append(f"{name}: not TOML ({error})")
             continue
-        for n, entry in enumerate(entries, 1):
-            ident = entry.get("id") if isinstance(entry.get("id"), str) else f"mistake #{n}"
+        for n, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
+            if not isinstance(entry, dict):
+                problems.append(f"{name}: mistake #{n}: not a [[mistake]] table")
+                continue
+            given = entry.get("id")
+            ident = given if isinstance(given, str) and given else f"mistake #{n}"
             problem = _entry_problem(entry, seen, exercise_of, promises, exercise_functions_only)
+            seen.add(ident)
             source = None
             if problem is None:
                 source, problem = apply_edit(reference, entry["function"], entry["old"], entry["new"])
             if problem is not None or source is None:
                 problems.append(f"{name}: {ident}: {problem}")
                 continue
-            seen.add(ident)
             exercise = exercise_of[promises[entry["promise"]]]
             function, promise, says, new = (entry[k] for k in ("function", "promise", "says", "new"))
             mistakes.append(Mistake(ident, function, promise, says, exercise, name, source, new))
