@@ -26,7 +26,15 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader.mistakes import Graded, Mistake, corpus_failures, grade_corpus, read_kit_corpus  # noqa: E402
+from grader.mistakes import (  # noqa: E402
+    Graded,
+    Mistake,
+    corpus_failures,
+    grade_corpus,
+    reach,
+    read_kit_corpus,
+    recorded_calls,
+)
 from grader.scoring import points_text  # noqa: E402
 
 
@@ -74,7 +82,17 @@ def main() -> int:
 
 def run(kit: Path, mistakes: list[Mistake], jobs: int, scope: str, quiet: bool = False) -> list[Graded]:
     started = time.monotonic()
-    graded = grade_corpus(kit, mistakes, jobs, scope, done=None if quiet else lambda g: print(row(g)))
+    reached = None
+    if scope == "reach" and mistakes:
+        calls = recorded_calls(kit)
+        if calls is None:
+            print(f"{kit}: its plugin records no calls (--record-calls): every exercise grades every mistake")
+        else:
+            reached = reach(kit, calls)
+    graded = grade_corpus(
+        kit, mistakes, jobs, "reach" if reached is not None else "all",
+        done=None if quiet else lambda g: print(row(g), flush=True), reached=reached,
+    )  # fmt: skip
     print()
     for exercise, (caught, count) in catch_rates(graded).items():
         print(f"exercise {exercise:>2}: {caught} of {count} caught")
