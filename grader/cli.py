@@ -223,11 +223,21 @@ def _run_build(args: argparse.Namespace, root: Path) -> int:
             print(f"{PROG}: stale: {path.as_posix()} (run: grader build)", file=sys.stderr)
         if not report.stale:
             print(f"{PROG}: up to date: {', '.join(path.as_posix() for path in report.outputs)}")
+        _note_stale_autograder(root)
         return 1 if report.stale else 0
     for path in report.outputs:
         state = "wrote" if path in report.stale else "up to date"
         print(f"{PROG}: {state}: {path.as_posix()}")
+    _note_stale_autograder(root)
     return 0
+
+
+def _note_stale_autograder(root: Path) -> None:
+    """Say when dist/autograder.zip no longer grades with the kit as it is (Gradescope keeps the old)."""
+    from grader.package import stale_autograder_note
+
+    if note := stale_autograder_note(root):
+        print(f"{PROG}: {note}")
 
 
 def _run_validate(args: argparse.Namespace, root: Path) -> int:
@@ -577,8 +587,11 @@ def _stub(root: Path) -> str:
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:
     from grader.handout import HANDOUT_ZIP, handout_leaks, write_handout
-    from grader.package import write_autograder
+    from grader.package import AUTOGRADER_ZIP, autograder_behind, write_autograder
 
+    earlier = args.output / AUTOGRADER_ZIP
+    changed = autograder_behind(root, earlier) if earlier.is_file() else None
+    existed = earlier.is_file()
     autograder = write_autograder(root, args.output)
     handout = write_handout(root, args.output / HANDOUT_ZIP)
     leaks = handout_leaks(handout, root)
@@ -589,6 +602,13 @@ def _run_package(args: argparse.Namespace, root: Path) -> int:
         return _fail(f"the student handout would leak {len(leaks)} secret(s); it was not written")
     for path in (autograder, handout):
         print(f"{PROG}: wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    if not existed:
+        print(f"{PROG}: upload {autograder} to the Gradescope assignment (its autograder)")
+    elif changed is not None:
+        print(f"{PROG}: {autograder} changed ({changed.as_posix()} with it): upload it to Gradescope "
+              "again (the assignment grades with the zip uploaded last)")  # fmt: skip
+    else:
+        print(f"{PROG}: {autograder} grades as the one it replaced: no new upload needed")
     return 0
 
 

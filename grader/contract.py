@@ -71,6 +71,15 @@ def derive_contract(source: str, exercise_of: Mapping[str, int]) -> dict:
     return {"answers": answers, "mutates": mutates}
 
 
+def submission_runs(source: str, exercise_of: Mapping[str, int]) -> dict[str, set[str]]:
+    """For each top-level function of the reference `source`, the top-level functions that a call of it
+    runs in the submission's module (itself included): what its body reaches through given code and its
+    own exercise's functions, stopping at other exercises' functions, which the reference answers. So a
+    change to a function's body can reach only the checks that call a function running it."""
+    lab = _Lab(ast.parse(source))
+    return {name: lab.runs(name, exercise_of) for name in lab.functions}
+
+
 def module_contract(module: types.ModuleType, exercise_of: Mapping[str, int]) -> dict:
     """The contract of a loaded reference module (when no stored one is at hand: the kit's own tests)."""
     if module.__file__ is None:
@@ -131,6 +140,23 @@ class _Lab:
                 if callee is not None and callee in exercise_of and exercise_of[callee] != mine:
                     found.add(callee)  # answered by the reference: what it calls is the reference's
                     continue
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    todo.append(node)
+        return found
+
+    def runs(self, name: str, exercise_of: Mapping[str, int]) -> set[str]:
+        """The top-level functions a call of `name` runs in the submission (see `submission_runs`)."""
+        mine = exercise_of.get(name)
+        found = {name}
+        seen = {id(self.functions[name])}
+        todo = [self.functions[name]]
+        while todo:
+            for callee, node in self.callees(todo.pop()):
+                if callee is not None and callee in exercise_of and exercise_of[callee] != mine:
+                    continue  # answered by the reference
+                if callee is not None:
+                    found.add(callee)
                 if id(node) not in seen:
                     seen.add(id(node))
                     todo.append(node)

@@ -59,7 +59,11 @@ def collect_inventory(root: Path) -> str:
         ]  # fmt: skip
         run = subprocess.run(command, cwd=root, capture_output=True, text=True)
         if run.returncode != 0 or not out.is_file():
-            tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-5:])
+            said = (run.stdout + run.stderr).strip().splitlines()
+            if errors := [line.removeprefix("ERROR: ") for line in said if line.startswith("ERROR: ")]:
+                more = f" (and {len(errors) - 1} more like it)" if len(errors) > 1 else ""
+                raise InventoryError(f"{errors[0]}{more}: fix the tests, then run grader build")
+            tail = " | ".join(said[-5:])
             raise InventoryError(f"collecting the suites failed: {tail}")
         tests = json.loads(out.read_text())
     manifest = load_manifest(root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()))

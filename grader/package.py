@@ -41,6 +41,7 @@ from grader.promises import promise_files
 OTTER_VERSION = "7.0.0"  # as pinned in pyproject.toml's `otter` extra
 PYTHON_VERSION = "3.13"  # Otter's grading environment
 AUTOGRADER_ZIP = "autograder.zip"
+DIST = Path("dist")  # where `grader package` writes by default
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
@@ -136,17 +137,59 @@ def check_packable(root: Path) -> None:
 
 def kit_files(root: Path) -> list[Path]:
     """The kit files the grading reads, relative to `root`."""
+    files = _kit_paths(root)
+    missing = [p for p in files if not (root / p).is_file()]
+    if missing:
+        raise PackageError(f"{missing[0].as_posix()} is missing from the kit")
+    return files
+
+
+def _kit_paths(root: Path) -> list[Path]:
     files = [MANIFEST, REFERENCE, Path("tests/conftest.py"), INVENTORY]
     files += [Path("grader") / f"{name}.py" for name in GRADING_MODULES]
     for suite in SUITES:
         files += sorted(p.relative_to(root) for p in (root / "tests" / suite).glob("*.py"))
     # Grading reads the promises from the inventory alone; their files come along so that the zip's kit
     # is the one the inventory describes (grading refuses a kit whose files differ from it).
-    files += [p.relative_to(root) for p in promise_files(root)]
-    missing = [p for p in files if not (root / p).is_file()]
-    if missing:
-        raise PackageError(f"{missing[0].as_posix()} is missing from the kit")
-    return files
+    return files + [p.relative_to(root) for p in promise_files(root)]
+
+
+def autograder_behind(root: Path, zip_path: Path) -> Path | None:
+    """The first kit file (the manifest, the reference, a suite, the inventory, a grading module) that
+    the autograder zip at `zip_path` holds otherwise than the kit at `root` does, or lacks, or holds
+    though the kit no longer has it; None when the zip grades with the kit as it is (or is not there)."""
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            packed = {
+                name.removeprefix(f"{ZIP_KIT}/"): zf.read(name)
+                for name in zf.namelist()
+                if name.startswith(f"{ZIP_KIT}/") and not name.endswith("/")
+            }
+    except FileNotFoundError:
+        return None
+    except (OSError, zipfile.BadZipFile):
+        return Path(zip_path.name)  # unreadable: nothing says it is current
+    on_disk = {p.as_posix(): p for p in _kit_paths(root) if (root / p).is_file()}
+    for name in sorted(set(packed) | set(on_disk), key=lambda n: (n not in _FIRST_NAMED, n)):
+        if name not in on_disk or name not in packed or (root / on_disk[name]).read_bytes() != packed[name]:
+            return Path(name)
+    return None
+
+
+_FIRST_NAMED = {MANIFEST.as_posix(), REFERENCE.as_posix()}  # what an instructor edits most, named first
+
+
+def stale_autograder_note(root: Path, zip_path: Path | None = None) -> str | None:
+    """The line `grader build` prints when dist/autograder.zip no longer grades with the kit as it is."""
+    zip_path = zip_path or root / DIST / AUTOGRADER_ZIP
+    behind = autograder_behind(root, zip_path)
+    if behind is None:
+        return None
+    shown = zip_path.relative_to(root) if zip_path.is_relative_to(root) else zip_path
+    return (
+        f"{shown.as_posix()} is older than {behind.as_posix()}: run grader package, then upload it "
+        "to Gradescope again (the assignment grades with the zip uploaded last)"
+    )
 
 
 def placeholder_notebook() -> bytes:

@@ -87,6 +87,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--inventory-out", metavar="PATH", help="write the collected suite tests as JSON (grader build)"
     )
+    group.addoption(
+        "--record-calls",
+        action="store_true",
+        help="record in each test's properties the lab functions it called on the submission "
+        "(grader validate)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -354,19 +360,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if suite is None:
             continue
         marks = list(item.iter_markers("exercise"))
-        if len(marks) != 1 or len(marks[0].args) != 1 or type(marks[0].args[0]) is not int:
-            problems.append(f"{item.nodeid}: needs exactly one @pytest.mark.exercise(N)")
-            continue
         promises = list(item.iter_markers("promise"))
-        if len(promises) > 1 or any(len(m.args) != 1 or type(m.args[0]) is not str for m in promises):
-            problems.append(f'{item.nodeid}: names its promise once, @pytest.mark.promise("function.name")')
+        if len(marks) != 1 or len(marks[0].args) != 1 or type(marks[0].args[0]) is not int:
+            problem = "needs exactly one @pytest.mark.exercise(N)"
+        elif len(promises) > 1 or any(len(m.args) != 1 or type(m.args[0]) is not str for m in promises):
+            problem = 'names its promise once, @pytest.mark.promise("function.name")'
+        else:
+            problem = ""
+        if problem:
+            path, line, name = item.location  # the test's file:line, as an editor opens it
+            where = f"{path}:{line + 1}" if line is not None else path
+            said = f"{where}: {name.split('[')[0]} {problem}"
+            if said not in problems:  # a parametrized test once
+                problems.append(said)
             continue
         item.user_properties.append(("exercise", marks[0].args[0]))
         item.user_properties.append(("suite", suite))
         item.user_properties.append(("property", _first_doc_paragraph(item)))
         item.user_properties.append(("promise", promises[0].args[0] if promises else ""))
-    if problems:
-        raise pytest.UsageError("\n".join(problems))
+    if problems:  # one line each ("ERROR: ..."), which grader build shows without the collection
+        raise pytest.UsageError(*problems)
     if out := config.getoption("inventory_out"):
         Path(out).write_text(json.dumps([_inventory_entry(i) for i in items if _suite_of(i)], indent=1))
 
@@ -385,6 +398,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Record a failure's exception text (with its notes) for the results, whatever --tb says."""
     report = yield
+    if report.when == "call" and item.config.getoption("record_calls", False):
+        student = getattr(item, "funcargs", {}).get("student")
+        called = sorted(student.called) if isinstance(student, Student) else []
+        if isinstance(student, Student):
+            student.called.clear()  # what the next test calls (from its setup on) is its own
+        item.user_properties.append(("calls", called))
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))

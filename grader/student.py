@@ -61,6 +61,7 @@ class Student:
         # changes stay with the submission, so a test asks here whether its inputs were changed. Always
         # empty in a student's own run, where every change comes back as in a local call.
         self.last_changed: list[str] = []
+        self.called: set[str] = set()  # the functions called since the last test took the record
         if contract is None and reference is not None:
             from grader.contract import module_contract  # grading only: not in the student handout
 
@@ -98,6 +99,7 @@ class Student:
         assert self.link is not None, "the submission is called before its link is set"
         self._open_call = name
         self.last_changed = []
+        self.called.add(name)
         request = {"op": "call", "function": name, "reference": self._answered(name)}
         try:
             return place_call(

@@ -41,6 +41,7 @@ class TestRecord:
     property: str  # first docstring line: what the test checks, without its inputs
     message: str  # the failure as pytest reported it ("" when passed)
     promise: str = ""  # the promise it checks, as the inventory says (never the run); "": it names none
+    calls: tuple[str, ...] = ()  # the lab functions it called on the submission (with --record-calls)
 
 
 class SuiteRunError(KitError):
@@ -199,6 +200,7 @@ def _record(test: dict) -> TestRecord:
         outcome=outcome,
         property=str(props.get("property", "")),
         message=message,
+        calls=tuple(str(name) for name in props.get("calls", ()) if isinstance(name, str)),
     )
 
 

@@ -1,7 +1,9 @@
 """`grader validate`: the suites judge the kit's own two modules as they must. The reference passes every
 test; the stubs earn nothing, and every test fails with its own exercise's NotImplementedError (not with
-an unrelated error, which would mean the test is broken or calls the wrong exercise). The third verdict,
-trivial answers derived from the reference earning at most 5% of an exercise, is grader.trivial's.
+an unrelated error, which would mean the test is broken or calls the wrong exercise); every exercise
+function is called by a test of its exercise (the reference run records each test's calls), else a stub
+of it would keep its points. The third verdict, trivial answers derived from the reference earning at
+most 5% of an exercise, is grader.trivial's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ class ExerciseCheck:
         ]
         if {r.nodeid for r in self.reference} != {r.nodeid for r in self.stubs}:
             out.append("the two runs collected different tests")
+        called = {name for r in self.reference for name in r.calls}
+        out += [
+            f"{name} is never called by exercise {self.exercise.id}'s tests, so a stub of it keeps its "
+            f"points: add a test marked @pytest.mark.exercise({self.exercise.id}) that calls "
+            f"student.{name}, then run grader build"
+            for name in self.exercise.functions
+            if self.reference and name not in called
+        ]
         return out
 
 
@@ -54,7 +64,7 @@ def validate(root: Path, exercises: Sequence[int] | None = None) -> list[Exercis
     if exercises:
         manifest, inventory = only_exercises(manifest, load_inventory(root), exercises)
         paths = suite_files_in_order(inventory)
-    on_reference = run_suites(root, root / REFERENCE, paths)
+    on_reference = run_suites(root, root / REFERENCE, paths, pytest_args=["--record-calls"])
     on_stubs = run_suites(root, root / STUDENT, paths)
     return [
         ExerciseCheck(

@@ -1,0 +1,338 @@
+"""The kit's corpus of realistic mistakes (tests/kit/mistakes/exNN.toml, issue 24): each one an edit of
+the reference inside one function's body, with the promise it breaks; loaded, applied and graded here.
+
+A mistake is graded as `grader grade --exercise ...` grades a submission (grader.grading.grade: the
+sandbox, the suites, the scoring), on the exercises whose checks can reach the edited function: its own
+exercise, and every exercise with a check that calls a function running it in the submission (the
+checks' calls recorded on the reference, `--record-calls`; what runs where, grader.contract's
+`submission_runs`). A check that calls nothing running the edited function sees exactly the reference's
+answers, so it cannot lose points; the one way around this, a mistake that changes module state other
+functions read (a global), is graded on every exercise when its edit names such state
+(`touches_module_state`), and `scope="all"` grades every mistake so.
+
+Nothing here ships: it is the kit's own measure of its suites (scripts/mistakes.py, the kit's test).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.layout import MODULE_FILE, REFERENCE
+from grader.manifest import Manifest
+from grader.reference import Reference, parse_reference
+
+CORPUS = Path("tests/kit/mistakes")
+PROMISES = Path("tests/promises")
+FIELDS = ("id", "function", "promise", "says", "old", "new")
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One mistake of the corpus, applied: `source` is the reference with the edit made."""
+
+    id: str
+    function: str
+    promise: str
+    says: str
+    exercise: int  # the exercise of the promise's function: where the mistake must cost points
+    file: str  # the corpus file it came from, as errors name it
+    source: str = field(repr=False)
+    new: str = field(default="", repr=False)  # the edit's new text
+
+
+def read_promises(folder: Path) -> dict[str, str]:
+    """Promise id -> its function, from every tests/promises/exNN.toml (an empty map without the folder)."""
+    out: dict[str, str] = {}
+    for path in sorted(folder.glob("ex*.toml")) if folder.is_dir() else ():
+        for promise in tomllib.loads(path.read_text(encoding="utf-8")).get("promise", []):
+            if isinstance(promise, dict) and isinstance(promise.get("id"), str):
+                out[promise["id"]] = str(promise.get("function", ""))
+    return out
+
+
+def load_corpus(
+    folder: Path,
+    reference: Reference,
+    manifest: Manifest,
+    promises: dict[str, str],
+    exercise_functions_only: bool = True,
+) -> tuple[list[Mistake], list[str]]:
+    """Every mistake of the corpus files in `folder`, applied to `reference`, and one line per bad
+    entry ("FILE: ID: what is wrong"). With `exercise_functions_only` off, an edit may change a given
+    function (a demonstration of what fault isolation must catch), still charged to its promise's
+    exercise."""
+    exercise_of = {name: e.id for e in manifest.exercises for name in e.functions}
+    mistakes: list[Mistake] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for path in sorted(folder.glob("ex*.toml")) if folder.is_dir() else ():
+        name = path.as_posix()
+        try:
+            entries = tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", [])
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            problems.append(f"{name}: not TOML ({error})")
+            continue
+        for n, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
+            if not isinstance(entry, dict):
+                problems.append(f"{name}: mistake #{n}: not a [[mistake]] table")
+                continue
+            given = entry.get("id")
+            ident = given if isinstance(given, str) and given else f"mistake #{n}"
+            problem = _entry_problem(entry, seen, exercise_of, promises, exercise_functions_only)
+            seen.add(ident)
+            source = None
+            if problem is None:
+                source, problem = apply_edit(reference, entry["function"], entry["old"], entry["new"])
+            if problem is not None or source is None:
+                problems.append(f"{name}: {ident}: {problem}")
+                continue
+            exercise = exercise_of[promises[entry["promise"]]]
+            function, promise, says, new = (entry[k] for k in ("function", "promise", "says", "new"))
+            mistakes.append(Mistake(ident, function, promise, says, exercise, name, source, new))
+    return mistakes, problems
+
+
+def _entry_problem(
+    entry: dict, seen: set[str], exercise_of: dict[str, int], promises: dict[str, str], exercise_only: bool
+) -> str | None:
+    missing = [  # `new` may be empty: the mistake leaves something out
+        key for key in FIELDS if not isinstance(entry.get(key), str) or (not entry[key] and key != "new")
+    ]
+    if missing:
+        return f"needs {', '.join(missing)} (text)"
+    if entry["id"] in seen:
+        return "this id is used twice"
+    if entry["promise"] not in promises:
+        return f"promise {entry['promise']!r} is in no file of {PROMISES.as_posix()}/"
+    own = exercise_of.get(promises[entry["promise"]])
+    if own is None:
+        return f"promise {entry['promise']!r} is of {promises[entry['promise']]!r}, no exercise function"
+    function = entry["function"]
+    if function in exercise_of and exercise_of[function] != own:
+        return (
+            f"{function} is exercise {exercise_of[function]}'s, its promise {entry['promise']!r} "
+            f"exercise {own}'s"
+        )
+    if exercise_only and function not in exercise_of:
+        return f"{function} is not an exercise function (grader/exercises.toml)"
+    if entry["old"] == entry["new"]:
+        return "old and new are the same"
+    return None
+
+
+def apply_edit(reference: Reference, function: str, old: str, new: str) -> tuple[str | None, str | None]:
+    """The reference's source with `old` replaced by `new` inside `function`'s body (after its
+    docstring), and None; or None and why not (no such function, `old` not there exactly once, the
+    result does not compile)."""
+    nodes = reference.functions().get(function)
+    if not nodes:
+        return None, f"the reference has no top-level function {function}"
+    if len(nodes) > 1:
+        return None, f"the reference defines {function} {len(nodes)} times"
+    node = nodes[0]
+    body = node.body
+    if ast.get_docstring(node, clean=False) is not None and len(body) > 1:
+        first_line = body[0].end_lineno or body[0].lineno  # the line after the docstring
+    else:
+        first_line = body[0].lineno - 1
+    lines = reference.source.splitlines(keepends=True)
+    start = sum(len(line) for line in lines[:first_line])
+    end = sum(len(line) for line in lines[: node.end_lineno])
+    span = reference.source[start:end]
+    count = span.count(old)
+    if count != 1:
+        return None, f"`old` occurs {count} times in {function}'s body (it must occur exactly once)"
+    source = reference.source[:start] + span.replace(old, new) + reference.source[end:]
+    try:
+        compile(source, reference.path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return None, f"the edit does not compile: {error.msg} (line {error.lineno})"
+    return source, None
+
+
+def read_kit_corpus(root: Path) -> tuple[list[Mistake], list[str]]:
+    """The corpus of the kit at `root` applied to its reference, checked against its manifest and
+    promises."""
+    from grader.grading import kit_manifest
+
+    promises = read_promises(root / PROMISES)
+    return load_corpus(root / CORPUS, _reference(root), kit_manifest(root), promises)
+
+
+def _reference(root: Path) -> Reference:
+    return parse_reference((root / REFERENCE).read_bytes().decode("utf-8"), REFERENCE.as_posix())
+
+
+# -- grading -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A mistake graded: per exercise graded, (visible, hidden) points earned and their maxima."""
+
+    mistake: Mistake
+    earned: dict[int, tuple[float, float]]
+    maxima: dict[int, tuple[float, float]]
+    failed: str = ""  # the grading failed (not the mistake): why
+
+    @property
+    def own_points(self) -> float:
+        return round(sum(self.earned.get(self.mistake.exercise, (0.0, 0.0))), 2)
+
+    @property
+    def own_max(self) -> float:
+        return round(sum(self.maxima.get(self.mistake.exercise, (0.0, 0.0))), 2)
+
+    @property
+    def caught(self) -> bool:
+        return not self.failed and self.own_points < self.own_max
+
+    @property
+    def caught_by(self) -> tuple[bool, bool]:
+        """(visible, hidden): whether each suite of its own exercise lost points."""
+        earned = self.earned.get(self.mistake.exercise, (0.0, 0.0))
+        most = self.maxima.get(self.mistake.exercise, (0.0, 0.0))
+        return earned[0] < most[0], earned[1] < most[1]
+
+    @property
+    def lost_elsewhere(self) -> dict[int, float]:
+        """Exercise -> points lost there, for every other exercise that lost any."""
+        out = {}
+        for exercise, earned in self.earned.items():
+            lost = round(sum(self.maxima[exercise]) - sum(earned), 2)
+            if exercise != self.mistake.exercise and lost > 0:
+                out[exercise] = lost
+        return out
+
+
+def touches_module_state(mistake: Mistake) -> bool:
+    """Whether the edit may change state that other functions read: its new text names a module-level
+    variable (RULES, CONFLICTS, ...), says `global`, or reaches for globals by other means. Such a
+    mistake is graded on every exercise: the checks that can reach its function are not all the checks
+    it can change."""
+    variables = {
+        target.id
+        for node in ast.parse(mistake.source).body
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", mistake.new))
+    return bool(words & (variables | {"global", "globals", "setattr", "sys", "builtins", "__dict__"}))
+
+
+def recorded_calls(root: Path) -> dict[str, tuple[int, frozenset[str]]] | None:
+    """Test nodeid -> (its exercise, the lab functions it calls on the submission), recorded on the
+    reference by the kit at `root`; None when that kit's plugin cannot record calls."""
+    from grader.suites import SuiteRunError, run_suites
+
+    try:
+        records = run_suites(root, root / REFERENCE, pytest_args=["--record-calls"])
+    except SuiteRunError:
+        return None
+    if not any(r.calls for r in records):
+        return None
+    return {r.nodeid: (r.exercise, frozenset(r.calls)) for r in records}
+
+
+def reach(root: Path, calls: dict[str, tuple[int, frozenset[str]]]) -> dict[str, set[int]]:
+    """Function name -> the exercises with a check that can reach it: one that calls a function running
+    it in the submission (grader.contract.submission_runs)."""
+    from grader.contract import submission_runs
+    from grader.grading import kit_manifest
+
+    manifest = kit_manifest(root)
+    exercise_of = {name: e.id for e in manifest.exercises for name in e.functions}
+    runs = submission_runs(_reference(root).source, exercise_of)
+    out: dict[str, set[int]] = {name: set() for name in runs}
+    for exercise, called in calls.values():
+        for name in called:
+            for ran in runs.get(name, {name}):
+                out.setdefault(ran, set()).add(exercise)
+    return out
+
+
+def grade_mistake(root: Path, mistake: Mistake, exercises: Iterable[int]) -> Graded:
+    """`mistake` graded by the kit at `root` on `exercises` (its own among them), as grader grade does."""
+    from grader.grading import grade
+
+    with tempfile.TemporaryDirectory(prefix="optlab-mistake-") as scratch:
+        module = Path(scratch) / "submission" / MODULE_FILE
+        module.parent.mkdir()
+        module.write_text(mistake.source, encoding="utf-8")
+        graded = grade(root, module, Path(scratch) / "results.json", exercises=sorted(set(exercises)))
+    if graded.failed:
+        return Graded(mistake, {}, {}, failed=graded.failed)
+    earned: dict[int, list[float]] = {}
+    maxima: dict[int, list[float]] = {}
+    for score in graded.scores:
+        column = 0 if score.suite == "visible" else 1
+        earned.setdefault(score.exercise.id, [0.0, 0.0])[column] += score.score
+        maxima.setdefault(score.exercise.id, [0.0, 0.0])[column] += score.max_score
+    return Graded(
+        mistake,
+        {e: (round(v[0], 2), round(v[1], 2)) for e, v in earned.items()},
+        {e: (round(v[0], 2), round(v[1], 2)) for e, v in maxima.items()},
+    )
+
+
+def grade_corpus(
+    root: Path,
+    mistakes: Sequence[Mistake],
+    jobs: int = 2,
+    scope: str = "reach",
+    done: Callable[[Graded], None] | None = None,
+    reached: dict[str, set[int]] | None = None,
+) -> list[Graded]:
+    """Grade every mistake with the kit at `root`, `jobs` at a time: on the exercises that can reach its
+    function (`scope="reach"`: `reached`, else found from a recorded run of that kit where its plugin
+    records calls; else every exercise), in corpus order."""
+    from grader.grading import kit_manifest
+
+    every = [e.id for e in kit_manifest(root).exercises]
+    if scope != "reach":
+        reached = None
+    elif reached is None and (calls := recorded_calls(root)) is not None:
+        reached = reach(root, calls)
+
+    def exercises(mistake: Mistake) -> list[int]:
+        if reached is None or touches_module_state(mistake):
+            return every
+        return sorted({mistake.exercise, *reached.get(mistake.function, set())} & set(every))
+
+    def one(mistake: Mistake) -> Graded:
+        graded = grade_mistake(root, mistake, exercises(mistake))
+        if done is not None:
+            done(graded)
+        return graded
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, mistakes))
+
+
+def corpus_failures(graded: Iterable[Graded]) -> list[str]:
+    """One line per mistake the suites do not handle as they must: full marks on its own exercise (not
+    caught), points lost on another exercise (fault isolation), or a grading that failed."""
+    out = []
+    for g in graded:
+        where = f"{g.mistake.file}: {g.mistake.id}"
+        if g.failed:
+            out.append(f"{where}: the grading failed: {g.failed}")
+            continue
+        if not g.caught:
+            out.append(
+                f"{where}: full marks on exercise {g.mistake.exercise} ({g.own_points:g}/{g.own_max:g}): "
+                f"no check asks about {g.mistake.promise} ({g.mistake.says})"
+            )
+        if lost := g.lost_elsewhere:
+            shown = ", ".join(f"exercise {e} -{points:g}" for e, points in sorted(lost.items()))
+            out.append(f"{where}: loses points on another exercise ({shown}): one mistake must cost its "
+                       "own exercise only")  # fmt: skip
+    return out

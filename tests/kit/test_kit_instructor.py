@@ -1,0 +1,222 @@
+"""An instructor's path (issue 26, item 7), as an instructor meets it: a function added to an exercise
+that no test calls fails `grader validate`, named in one line; a test without its exercise marker is
+named by file:line, not in a collection dump; `grader build` and `grader package` say when
+dist/autograder.zip no longer grades with the kit as it is.
+
+The small kit here is a real kit tree: the grader package, a manifest, a reference, both suites.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.grading import grade
+from grader.layout import ZIP_KIT
+from grader.package import AUTOGRADER_ZIP
+from tests.kit.conftest import KIT
+
+MANIFEST = """\
+[defaults]
+module = "optimization_toolkit"
+hidden_visibility = "after_published"
+hidden_output = "property"
+
+[[exercise]]
+id = 1
+title = "multiples"
+part = "1. numbers"
+functions = ["double", "triple"]
+points = 3
+"""
+REFERENCE = '''\
+"""A small reference module."""
+
+
+def double(x):
+    """Twice x."""
+    return 2 * x
+
+
+def triple(x):
+    """Three times x."""
+    return 3 * x
+'''
+VISIBLE = '''\
+import pytest
+
+
+@pytest.mark.exercise(1)
+def test_double_of_two(student):
+    """double(2) is 4."""
+    assert student.double(2) == 4
+
+
+@pytest.mark.exercise(1)
+def test_double_of_three(student):
+    """double(3) is 6."""
+    assert student.double(3) == 6
+'''
+HIDDEN = '''\
+import pytest
+
+
+@pytest.mark.exercise(1)
+def test_double_of_minus_one(student):
+    """double(-1) is -2."""
+    assert student.double(-1) == -2
+'''
+TRIPLE_TEST = '''
+
+@pytest.mark.exercise(1)
+def test_triple_of_two(student):
+    """triple(2) is 6."""
+    assert student.triple(2) == 6
+'''
+TRIPLE_NOT_DONE = REFERENCE.replace("    return 3 * x", '    raise NotImplementedError("triple")')
+
+
+@pytest.fixture
+def small_kit(tmp_path: Path) -> Path:
+    """A kit tree of one exercise (double and triple) whose tests call only double."""
+    kit = tmp_path / "kit"
+    shutil.copytree(KIT / "grader", kit / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    (kit / "grader" / "exercises.toml").write_text(MANIFEST, encoding="utf-8")
+    (kit / "solutions").mkdir()
+    (kit / "solutions" / "optimization_toolkit.py").write_text(REFERENCE, encoding="utf-8")
+    for suite, text in (("visible", VISIBLE), ("hidden", HIDDEN)):
+        (kit / "tests" / suite).mkdir(parents=True)
+        (kit / "tests" / suite / "__init__.py").write_text("", encoding="utf-8")
+        (kit / "tests" / suite / f"test_multiples_{suite}.py").write_text(text, encoding="utf-8")
+    shutil.copy(KIT / "tests" / "conftest.py", kit / "tests" / "conftest.py")
+    return kit
+
+
+def _points(kit: Path, source: str, scratch: Path) -> float:
+    module = scratch / "submission" / "optimization_toolkit.py"
+    module.parent.mkdir(parents=True, exist_ok=True)
+    module.write_text(source, encoding="utf-8")
+    return grade(kit, module, scratch / "results.json").document["score"]
+
+
+def test_validate_fails_on_an_exercise_function_no_test_calls(
+    small_kit: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main: "1 of 1 exercises ok", and a submission whose triple is the stub's kept 3 of 3 points."""
+    root = ["--root", str(small_kit)]
+    assert main([*root, "build"]) == 0
+    assert _points(small_kit, TRIPLE_NOT_DONE, tmp_path / "before") == 3.0  # the hole validate closes
+    capsys.readouterr()
+
+    assert main([*root, "validate", "--no-trivial"]) == 1
+    out = capsys.readouterr().out
+    problems = [line.strip() for line in out.splitlines() if line.startswith("    ")]
+    assert problems == [
+        "triple is never called by exercise 1's tests, so a stub of it keeps its points: add a test "
+        "marked @pytest.mark.exercise(1) that calls student.triple, then run grader build"
+    ]
+    assert "0 of 1 exercises ok" in out
+
+    hidden = small_kit / "tests" / "hidden" / "test_multiples_hidden.py"
+    hidden.write_text(HIDDEN + TRIPLE_TEST, encoding="utf-8")
+    assert main([*root, "build"]) == 0
+    assert main([*root, "validate", "--no-trivial"]) == 0
+    assert "1 of 1 exercises ok" in capsys.readouterr().out
+    assert _points(small_kit, TRIPLE_NOT_DONE, tmp_path / "after") < 3.0
+
+
+def test_a_test_without_its_exercise_marker_is_named_by_file_and_line(
+    small_kit: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main, `grader build` said: "collecting the suites failed: tests/visible/...::test_double_of_two |
+    tests/visible/...::test_double_of_three | ... | 3 tests collected in 0.07s | ERROR: ...": the
+    collection's last lines, the test's node id without its line."""
+    visible = small_kit / "tests" / "visible" / "test_multiples_visible.py"
+    parametrized = textwrap.dedent('''
+
+        @pytest.mark.parametrize("x", [1, 2])
+        def test_double_is_even(student, x):
+            """double(x) is even."""
+            assert student.double(x) % 2 == 0
+        ''')
+    marked = "@pytest.mark.exercise(1)\ndef test_double_of_three"
+    unmarked = VISIBLE.replace(marked, "def test_double_of_three")
+    visible.write_text(unmarked + parametrized, encoding="utf-8")
+    root = ["--root", str(small_kit)]
+
+    assert main([*root, "build"]) == 2
+    expected = (
+        "grader: error: tests/visible/test_multiples_visible.py:10: test_double_of_three needs exactly one "
+        "@pytest.mark.exercise(N) (and 1 more like it): fix the tests, then run grader build\n"
+    )
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", expected)
+    assert main([*root, "validate"]) == 2  # validate builds first: the same line
+    assert capsys.readouterr().err == expected
+
+
+def _zip_of(kit: Path, out: Path, edit: tuple[str, bytes] | None = None) -> None:
+    """An autograder zip holding the kit's files as they are now (`edit`: one member otherwise)."""
+    from grader.package import _kit_paths
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w") as zf:
+        for path in _kit_paths(kit):
+            if (kit / path).is_file():
+                data = (kit / path).read_bytes()
+                if edit is not None and path.as_posix() == edit[0]:
+                    data = edit[1]
+                zf.writestr(f"{ZIP_KIT}/{path.as_posix()}", data)
+
+
+def test_build_says_when_the_autograder_zip_is_older_than_the_kit(
+    small_kit: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main, after a points change `grader build` said only "up to date" (twice)."""
+    root = ["--root", str(small_kit)]
+    assert main([*root, "build"]) == 0
+    _zip_of(small_kit, small_kit / "dist" / AUTOGRADER_ZIP)
+    capsys.readouterr()
+    assert main([*root, "build"]) == 0
+    assert "autograder.zip" not in capsys.readouterr().out  # current: nothing to say
+
+    manifest = small_kit / "grader" / "exercises.toml"
+    manifest.write_text(MANIFEST.replace("points = 3", "points = 4"), encoding="utf-8")
+    stale = (
+        "grader: dist/autograder.zip is older than grader/exercises.toml: run grader package, then upload "
+        "it to Gradescope again (the assignment grades with the zip uploaded last)"
+    )
+    assert main([*root, "build"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == stale
+    assert main([*root, "build", "--check"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == stale
+
+    hidden = small_kit / "tests" / "hidden" / "test_multiples_hidden.py"
+    _zip_of(small_kit, small_kit / "dist" / AUTOGRADER_ZIP)
+    hidden.write_text(HIDDEN + TRIPLE_TEST, encoding="utf-8")  # a suite changed
+    assert main([*root, "build"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == stale.replace(
+        "grader/exercises.toml", "tests/hidden/test_multiples_hidden.py"
+    )
+
+
+def test_package_says_whether_the_zip_must_be_uploaded_again(
+    autograder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main, `grader package` said only "wrote ..." whatever had changed."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    with zipfile.ZipFile(autograder) as old, zipfile.ZipFile(dist / AUTOGRADER_ZIP, "w") as zf:
+        for name in old.namelist():  # the zip of the kit before a points change
+            data = old.read(name)
+            zf.writestr(name, data + b"\n# points changed\n" if name.endswith("exercises.toml") else data)
+    assert main(["--root", str(KIT), "package", "-o", str(dist)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"grader: {dist / AUTOGRADER_ZIP} changed (grader/exercises.toml with it): upload it to "
+        "Gradescope again (the assignment grades with the zip uploaded last)"
+    )
