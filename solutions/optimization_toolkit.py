@@ -870,7 +870,8 @@ def reinforce_grad(policy, batch, baseline="mean", weights=None):
     sample's own reward included); any other value ("none", for one) gives b = 0. For every
     sample i and position t of its response, add_score(g, policy, s_i, t, seq_i[t], w_i * (R_i - b)).
     Returns a new table shaped like zeros_like(policy): states with no sample stay 0. So equal rewards
-    with the mean baseline give a zero gradient. Neither the policy nor the batch is changed.
+    with the mean baseline give a zero gradient when the weights sum to 1 (as the default ones do).
+    Neither the policy, the batch nor the weights are changed.
     """
     w = weights if weights is not None else [1.0 / len(batch)] * len(batch)
     b = sum(wi * R for wi, (_, _, R) in zip(w, batch)) if baseline == "mean" else 0.0
