@@ -657,8 +657,9 @@ def reflect_update(instruction, traces, module):
     traces: a list of Trace. Only traces with correct False and t.module == module count, and only those
     whose feedback starts "fail: kind X needs the rule 'w'" (as feedback_text writes it); each asks for its
     word w once. Noise feedback ("... is stated, so this miss looks like noise") asks for nothing. The word
-    added is the most asked word that is not already a word of the instruction (instruction.split()), ties
-    alphabetical; the result is instruction.rstrip(".") + " " + word. Otherwise (no traces, no asked word
+    added is the most asked word that is not already a word of the instruction (instruction.split(), whole
+    words: "dates." or "updates" is not the word "dates"), ties alphabetical; the result is
+    instruction.rstrip(".") + " " + word (every trailing '.' goes). Otherwise (no traces, no asked word
     missing) the instruction comes back as it was, trailing '.' and all. The order of the traces does not
     matter. Returns a str; the traces are not changed.
     """
@@ -759,8 +760,9 @@ def gepa(seed, dfeedback, dpareto, rng, budget=400, minibatch=3, select="pareto"
 def softmax(xs):
     """Probabilities from logits: a new list whose i-th entry is exp(x_i - m) / sum_j exp(x_j - m), with m
     the largest logit, in the order of xs. Subtracting m changes nothing mathematically (it cancels) but
-    keeps large logits such as 1000 from overflowing. The entries are positive and sum to 1; equal logits
-    give 1/n each; a single logit gives [1.0]. xs (a non-empty list of floats) is not changed.
+    keeps large logits such as 1000 from overflowing. The entries are positive (an entry whose logit is
+    more than about 745 below the largest rounds to 0.0) and sum to 1; equal logits give 1/n each; a single
+    logit gives [1.0]. xs (a non-empty list of floats) is not changed.
     """
     m = max(xs)
     es = [math.exp(x - m) for x in xs]
