@@ -634,7 +634,8 @@ def select_candidate(scores, rng):
 
     The draw is one call rng.choices(survivors, weights)[0], with the survivors sorted in increasing
     order and weights[i] the number of instances (entries of _pareto's wins) that survivors[i] is in.
-    Returns the index of the chosen candidate; with one survivor it is always that one.
+    Returns the index of the chosen candidate; with one survivor it is always that one. scores is not
+    changed.
     """
     alive, wins = _pareto(scores)
     freq = {k: sum(1 for w in wins if k in w) for k in alive}
@@ -644,7 +645,7 @@ def select_candidate(scores, rng):
 
 def pareto_front(scores):
     """The set of candidates kept by select_candidate (for display and tests): the survivors of _pareto,
-    as a sorted list of candidate indices.
+    as a sorted list of candidate indices. scores is not changed.
     """
     return sorted(_pareto(scores)[0])
 
