@@ -392,7 +392,11 @@ def _solo_table(n_cand, solos):
 @pytest.mark.promise("select_candidate.draw")
 @pytest.mark.parametrize(
     "scores",
-    [_solo_table(10, {2: 3, 9: 1}), _solo_table(11, {1: 1, 8: 2, 10: 4}), _solo_table(18, {3: 2, 12: 1, 17: 3})],
+    [
+        _solo_table(10, {2: 3, 9: 1}),
+        _solo_table(11, {1: 1, 8: 2, 10: 4}),
+        _solo_table(18, {3: 2, 12: 1, 17: 3}),
+    ],
     ids=["survivors-2-9", "survivors-1-8-10", "survivors-3-12-17"],
 )
 def test_select_candidate_draws_over_sorted_survivors(student, reference, scores):
@@ -405,7 +409,9 @@ def test_select_candidate_draws_over_sorted_survivors(student, reference, scores
         what = call("select_candidate", scores, f"random.Random({seed})")
         expect_equal(got, want, what)
         expect_true(
-            rng_a.getstate() == rng_b.getstate(), what, "the rng is not in the reference's state after the call"
+            rng_a.getstate() == rng_b.getstate(),
+            what,
+            "the rng is not in the reference's state after the call",
         )
 
 
@@ -422,6 +428,7 @@ def test_select_candidate_draws_over_sorted_survivors(student, reference, scores
 )
 def test_select_candidate_with_one_survivor_returns_it(student, reference, scores):
     """With one survivor, select_candidate always returns it."""
+    _works_select(student)
     want = reference.pareto_front(scores)
     for seed in range(3):
         got = student.select_candidate(scores, random.Random(seed))

@@ -32,15 +32,20 @@ _WORKS: weakref.WeakSet = weakref.WeakSet()  # the students whose softmax passed
 
 
 def _works(student, reference):
-    """A guard of the properties below, which the uniform vector or a constant also satisfies: of two
-    logits the larger gets the larger probability, whichever comes first (every answer the docstring
-    allows does). It pins no exact value, so a mistake costs the checks of the promise it breaks."""
+    """A guard of the properties below, which the uniform vector, a constant or the logits themselves
+    also satisfy: of two logits the larger gets the larger probability, whichever comes first, and the
+    two sum to 1 (every answer the docstring allows does). It pins no exact value, so a mistake costs
+    the checks of the promise it breaks."""
     if student in _WORKS:
         return
     for xs in ([3.0, 1.0], [1.0, 3.0]):
         got, what = probs(student, xs)
         big, small = (got[0], got[1]) if xs[0] > xs[1] else (got[1], got[0])
-        expect_true(big > small > 0.0, what, f"got {got}: the larger logit must get the larger probability")
+        expect_true(
+            big > small > 0.0 and abs(big + small - 1.0) < 1e-6,
+            what,
+            f"got {got}: two probabilities that sum to 1, the larger logit's the larger, were expected",
+        )
     _WORKS.add(student)
 
 

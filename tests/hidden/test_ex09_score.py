@@ -45,7 +45,15 @@ def _works(student, reference):
     row = g[0][0]
     expect_true(
         all(isinstance(x, float) for x in row) and row[1] > 0 and row[0] < 0 and row[2] < 0,
-        call("add_score", "g = [[[0.0, 0.0, 0.0]]]", "TabPolicy(1, 1, 3, theta=[[[0.5, -0.2, 0.1]]])", 0, 0, 1, 1.0),
+        call(
+            "add_score",
+            "g = [[[0.0, 0.0, 0.0]]]",
+            "TabPolicy(1, 1, 3, theta=[[[0.5, -0.2, 0.1]]])",
+            0,
+            0,
+            1,
+            1.0,
+        ),
         f"g became {g}: w = 1 must push token 1's entry up and the others down",
     )
     _WORKS.add(student)
@@ -115,7 +123,9 @@ def test_changes_g_in_place_and_returns_none(lab, student, reference, setup, w):
 
 
 @pytest.mark.promise("add_score.policy_unchanged")
-@example(setup=(1, 2, 3, [[[0.5, -0.2, 0.1], [2.0, 0.0, 1.0]]], [[[0.1, 0.0, 0.0], [0.0] * 3]], 0, 1, 2), w=1.0)
+@example(
+    setup=(1, 2, 3, [[[0.5, -0.2, 0.1], [2.0, 0.0, 1.0]]], [[[0.1, 0.0, 0.0], [0.0] * 3]], 0, 1, 2), w=1.0
+)
 @given(setups(), weight)
 def test_policy_is_not_changed(lab, student, reference, setup, w):
     """add_score leaves the policy (its logits) as it was."""

@@ -286,7 +286,13 @@ def test_unvisited_states_get_zero(lab, student, reference, case, baseline):
 
 @pytest.mark.promise("reinforce_grad.inputs_unchanged")
 @example(
-    case=(2, 2, 2, [[[0.1, 0.0], [0.0, 0.3]], [[0.0, -0.5], [0.2, 0.0]]], [(0, (1, 0), 1.0), (1, (0, 0), -0.5)]),
+    case=(
+        2,
+        2,
+        2,
+        [[[0.1, 0.0], [0.0, 0.3]], [[0.0, -0.5], [0.2, 0.0]]],
+        [(0, (1, 0), 1.0), (1, (0, 0), -0.5)],
+    ),
     baseline="mean",
     weighted=False,
 )

@@ -103,3 +103,4 @@ def test_policy_is_not_changed(lab, student):
     what = call("add_score", "g = zeros", f"TabPolicy(theta={THETA})", 0, 1, 2, 1.0)
     expect_equal(pol.theta, THETA, what + ", then the policy's theta (it must not change)")
     expect_true(not student.last_changed, what, "the call changed the policy")
+    expect_true(g[0][1][2] > 0.0, what, f"g[0][1] is {g[0][1]}: the call did not add the score to g")
