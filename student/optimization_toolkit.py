@@ -570,14 +570,15 @@ def select_candidate(scores, rng):
 
     The draw is one call rng.choices(survivors, weights)[0], with the survivors sorted in increasing
     order and weights[i] the number of instances (entries of _pareto's wins) that survivors[i] is in.
-    Returns the index of the chosen candidate; with one survivor it is always that one.
+    Returns the index of the chosen candidate; with one survivor it is always that one. scores is not
+    changed.
     """
     raise NotImplementedError("exercise 6 (Pareto selection): implement select_candidate")
 
 
 def pareto_front(scores):
     """The set of candidates kept by select_candidate (for display and tests): the survivors of _pareto,
-    as a sorted list of candidate indices.
+    as a sorted list of candidate indices. scores is not changed.
     """
     raise NotImplementedError("exercise 6 (Pareto selection): implement pareto_front")
 
@@ -590,8 +591,9 @@ def reflect_update(instruction, traces, module):
     traces: a list of Trace. Only traces with correct False and t.module == module count, and only those
     whose feedback starts "fail: kind X needs the rule 'w'" (as feedback_text writes it); each asks for its
     word w once. Noise feedback ("... is stated, so this miss looks like noise") asks for nothing. The word
-    added is the most asked word that is not already a word of the instruction (instruction.split()), ties
-    alphabetical; the result is instruction.rstrip(".") + " " + word. Otherwise (no traces, no asked word
+    added is the most asked word that is not already a word of the instruction (instruction.split(), whole
+    words: "dates." or "updates" is not the word "dates"), ties alphabetical; the result is
+    instruction.rstrip(".") + " " + word (every trailing '.' goes). Otherwise (no traces, no asked word
     missing) the instruction comes back as it was, trailing '.' and all. The order of the traces does not
     matter. Returns a str; the traces are not changed.
     """
@@ -684,8 +686,9 @@ def gepa(seed, dfeedback, dpareto, rng, budget=400, minibatch=3, select="pareto"
 def softmax(xs):
     """Probabilities from logits: a new list whose i-th entry is exp(x_i - m) / sum_j exp(x_j - m), with m
     the largest logit, in the order of xs. Subtracting m changes nothing mathematically (it cancels) but
-    keeps large logits such as 1000 from overflowing. The entries are positive and sum to 1; equal logits
-    give 1/n each; a single logit gives [1.0]. xs (a non-empty list of floats) is not changed.
+    keeps large logits such as 1000 from overflowing. The entries are positive (an entry whose logit is
+    more than about 745 below the largest rounds to 0.0) and sum to 1; equal logits give 1/n each; a single
+    logit gives [1.0]. xs (a non-empty list of floats) is not changed.
     """
     raise NotImplementedError("exercise 8 (softmax): implement softmax")
 
@@ -790,7 +793,8 @@ def reinforce_grad(policy, batch, baseline="mean", weights=None):
     sample's own reward included); any other value ("none", for one) gives b = 0. For every
     sample i and position t of its response, add_score(g, policy, s_i, t, seq_i[t], w_i * (R_i - b)).
     Returns a new table shaped like zeros_like(policy): states with no sample stay 0. So equal rewards
-    with the mean baseline give a zero gradient. Neither the policy nor the batch is changed.
+    with the mean baseline give a zero gradient when the weights sum to 1 (as the default ones do).
+    Neither the policy, the batch nor the weights are changed.
     """
     raise NotImplementedError("exercise 10 (REINFORCE gradient): implement reinforce_grad")
 

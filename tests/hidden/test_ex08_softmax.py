@@ -1,12 +1,13 @@
 """Exercise 8 (hidden): softmax, against the reference and by its properties."""
 
 import math
+import weakref
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_pinned, expect_true
+from grader.expect import call, expect_close, expect_true
 
 pytestmark = pytest.mark.exercise(8)
 
@@ -27,11 +28,28 @@ def probs(student, xs):
     return list(got), what
 
 
-def _pin(student, reference):
-    """Each property below also pins two answers: the uniform vector or a constant satisfies most of them."""
-    expect_pinned(student, reference, "softmax", ([0.5, -1.0, 2.0],), ([3.0, 1.0],))
+_WORKS: weakref.WeakSet = weakref.WeakSet()  # the students whose softmax passed _works
 
 
+def _works(student, reference):
+    """A guard of the properties below, which the uniform vector, a constant or the logits themselves
+    also satisfy: of two logits the larger gets the larger probability, whichever comes first, and the
+    two sum to 1 (every answer the docstring allows does). It pins no exact value, so a mistake costs
+    the checks of the promise it breaks."""
+    if student in _WORKS:
+        return
+    for xs in ([3.0, 1.0], [1.0, 3.0]):
+        got, what = probs(student, xs)
+        big, small = (got[0], got[1]) if xs[0] > xs[1] else (got[1], got[0])
+        expect_true(
+            big > small > 0.0 and abs(big + small - 1.0) < 1e-6,
+            what,
+            f"got {got}: two probabilities that sum to 1, the larger logit's the larger, were expected",
+        )
+    _WORKS.add(student)
+
+
+@pytest.mark.promise("softmax.formula")
 @given(logits)
 def test_matches_reference(student, reference, xs):
     """softmax gives the reference's probabilities."""
@@ -39,19 +57,21 @@ def test_matches_reference(student, reference, xs):
     expect_close(got, reference.softmax(xs), what, rel=1e-9, abs=1e-300)
 
 
+@pytest.mark.promise("softmax.distribution")
 @given(logits)
 def test_sums_to_one_and_all_positive(student, reference, xs):
     """The probabilities are positive, at most 1, and sum to 1."""
-    _pin(student, reference)
+    _works(student, reference)
     got, what = probs(student, xs)
     expect_true(all(0.0 < p <= 1.0 for p in got), what, f"got {got}: every entry should be in (0, 1]")
     expect_true(abs(math.fsum(got) - 1.0) <= 1e-12, what, f"got {got}, which sums to {math.fsum(got)!r}")
 
 
+@pytest.mark.promise("softmax.stable")
 @given(logits, st.floats(-1000.0, 1000.0))
 def test_shift_invariance(student, reference, xs, c):
     """Adding the same constant to every logit does not change the probabilities."""
-    _pin(student, reference)
+    _works(student, reference)
     got, what = probs(student, xs)
     shifted = [x + c for x in xs]
     got2, what2 = probs(student, shifted)
@@ -59,10 +79,11 @@ def test_shift_invariance(student, reference, xs, c):
     expect_close(got2, got, what2 + f" vs {what}", rel=1e-9, abs=1e-15)
 
 
+@pytest.mark.promise("softmax.formula")
 @given(logits)
 def test_order_is_preserved(student, reference, xs):
     """A larger logit never gets a smaller probability, and equal logits get equal probabilities."""
-    _pin(student, reference)
+    _works(student, reference)
     got, what = probs(student, xs)
     for i in range(len(xs)):
         for j in range(len(xs)):
@@ -78,6 +99,7 @@ def test_order_is_preserved(student, reference, xs):
                 expect_true(got[i] == got[j], what, f"equal logits {i}, {j} but p = {got[i]} and {got[j]}")
 
 
+@pytest.mark.promise("softmax.formula")
 @given(logits)
 def test_ratios_are_exponentials(student, xs):
     """p_i / p_j = exp(x_i - x_j)."""
@@ -90,14 +112,16 @@ def test_ratios_are_exponentials(student, xs):
             )
 
 
+@pytest.mark.promise("softmax.uniform")
 @given(logit, st.integers(1, 8))
 def test_equal_logits_are_uniform(student, reference, x, n):
     """Equal logits give the uniform distribution."""
-    _pin(student, reference)
+    _works(student, reference)
     got, what = probs(student, [x] * n)
     expect_close(got, [1.0 / n] * n, what, rel=1e-12)
 
 
+@pytest.mark.promise("softmax.stable")
 @given(
     st.lists(st.floats(-5000.0, 5000.0), min_size=1, max_size=6), st.sampled_from([1000.0, -1000.0, 710.0])
 )
@@ -118,18 +142,21 @@ def test_large_logits_give_finite_values(student, xs, big):
     )
 
 
+@pytest.mark.promise("softmax.single")
 @given(logit)
 def test_single_logit(student, reference, x):
     """A single logit gets probability 1."""
-    _pin(student, reference)
+    _works(student, reference)
     got, what = probs(student, [x])
     expect_close(got, [1.0], what)
 
 
+@pytest.mark.promise("softmax.input_unchanged")
+@example(xs=[1.0, -2.0, 0.5])
 @given(logits)
 def test_input_is_not_changed(student, reference, xs):
     """softmax does not change its argument."""
-    _pin(student, reference)
+    _works(student, reference)
     before = list(xs)
     probs(student, xs)
     expect_true(xs == before and not student.last_changed, call("softmax", before), "the argument changed")

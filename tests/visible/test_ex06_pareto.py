@@ -20,6 +20,7 @@ def front(student, scores):
     return sorted(got) if isinstance(got, list | tuple | set | frozenset) else got
 
 
+@pytest.mark.promise("_pareto.dominance")
 def test_pareto_returns_survivors_and_the_winners_of_each_instance(student):
     """_pareto gives (survivors, wins): wins[i] is the set of candidates that reach the best score on i."""
     scores = [[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
@@ -37,6 +38,7 @@ def test_pareto_returns_survivors_and_the_winners_of_each_instance(student):
     expect_equal(set(survivors), {0, 2}, what + " (the survivors, as a set)")
 
 
+@pytest.mark.promise("_pareto.dominance")
 def test_pareto_front_keeps_every_candidate_that_wins_an_instance_alone(student):
     """A candidate that is the only winner of some instance is never removed."""
     cases = [
@@ -48,6 +50,7 @@ def test_pareto_front_keeps_every_candidate_that_wins_an_instance_alone(student)
         expect_equal(front(student, scores), want, call("pareto_front", scores))
 
 
+@pytest.mark.promise("_pareto.lowest_index_first")
 def test_pareto_front_removes_the_lowest_index_first(student):
     """Removal order: lowest index first, then rescan; a removal can save a candidate that shared its wins."""
     cases = [
@@ -63,6 +66,7 @@ def test_pareto_front_removes_the_lowest_index_first(student):
         expect_equal(front(student, scores), want, call("pareto_front", scores))
 
 
+@pytest.mark.promise("_pareto.all_zero_tie")
 def test_an_instance_where_everyone_scores_zero_is_a_tie_won_by_all(student):
     """An instance on which every candidate scores 0 counts as won by all of them."""
     scores = [[0.0, 1.0], [0.0, 0.0]]
@@ -81,6 +85,7 @@ def test_an_instance_where_everyone_scores_zero_is_a_tie_won_by_all(student):
     expect_equal(set(survivors), {0}, what + " (the survivors, as a set)")
 
 
+@pytest.mark.promise("select_candidate.draw")
 def test_select_candidate_samples_survivors_by_their_win_counts(student):
     """select_candidate draws once with rng.choices over the sorted survivors, weighted by wins."""
     # Survivors 0 (wins instances 0, 1, 3) and 1 (wins 2, 3); candidate 2 wins only the all-zero
@@ -98,6 +103,7 @@ def test_select_candidate_samples_survivors_by_their_win_counts(student):
     )
 
 
+@pytest.mark.promise("select_candidate.draw")
 def test_select_candidate_favours_the_candidate_with_more_wins(student):
     """Candidate 1 wins 5 instances, candidate 0 one: rng.choices([0, 1], [1, 5]) picks 1 with chance 5/6."""
     scores = [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]]
@@ -110,6 +116,7 @@ def test_select_candidate_favours_the_candidate_with_more_wins(student):
     )
 
 
+@pytest.mark.promise("select_candidate.single_survivor")
 def test_select_candidate_returns_the_only_survivor(student):
     """With one survivor, select_candidate always returns it."""
     scores = [[1.0, 0.5], [1.0, 0.5], [1.0, 0.5]]

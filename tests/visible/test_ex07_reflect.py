@@ -42,6 +42,7 @@ def kinds(traces):
     return [(t.example.kind, "ok" if t.correct else t.feedback.split(",")[0]) for t in traces]
 
 
+@pytest.mark.promise("reflect_update.most_asked")
 def test_adds_the_rule_asked_for_most_often(lab, student):
     """Two failures ask for 'units', one for 'dates': 'units' is added, after the trailing '.' goes. Two
     for 'dates' and one for 'units': 'dates' is added."""
@@ -62,6 +63,7 @@ def test_adds_the_rule_asked_for_most_often(lab, student):
     )
 
 
+@pytest.mark.promise("reflect_update.ties_alphabetical")
 def test_ties_go_to_the_alphabetically_first_word(lab, student):
     """One failure each for 'units' and 'dates': 'dates' comes first in the alphabet."""
     traces = [trace(lab, "A", i=0), trace(lab, "C", i=1)]
@@ -69,6 +71,7 @@ def test_ties_go_to_the_alphabetically_first_word(lab, student):
     expect_equal(got, "Solve dates", call("reflect_update", "Solve", kinds(traces), "parse"))
 
 
+@pytest.mark.promise("reflect_update.skips_present_words")
 def test_skips_words_the_instruction_already_has(lab, student):
     """'units' is asked for most, but the instruction has it already: the next word, 'negatives', is added."""
     traces = [trace(lab, k, i=i) for i, k in enumerate("AAAB")]
@@ -80,6 +83,7 @@ def test_skips_words_the_instruction_already_has(lab, student):
     )
 
 
+@pytest.mark.promise("reflect_update.this_module_only")
 def test_only_failures_of_this_module_count(lab, student):
     """Traces of the other module are ignored, however many there are."""
     traces = [trace(lab, k, i=i) for i, k in enumerate("AAAFCE")]
@@ -90,6 +94,7 @@ def test_only_failures_of_this_module_count(lab, student):
     )
 
 
+@pytest.mark.promise("reflect_update.unchanged_as_was")
 def test_unchanged_when_no_failure_names_a_missing_rule(lab, student):
     """Noise failures, correct traces, no traces: the instruction comes back unchanged, '.' and all."""
     cases = [

@@ -9,6 +9,7 @@ from grader.expect import call, expect_close, expect_true
 pytestmark = pytest.mark.exercise(8)
 
 
+@pytest.mark.promise("softmax.uniform")
 def test_equal_logits_give_a_uniform_distribution(student):
     """Equal logits: every entry gets 1/n; two equal logits next to a larger one still share equally."""
     cases = (([0.0, 0.0], [0.5, 0.5]), ([3.0, 3.0, 3.0, 3.0], [0.25] * 4))
@@ -16,6 +17,7 @@ def test_equal_logits_give_a_uniform_distribution(student):
         expect_close(student.softmax(xs), want, call("softmax", xs))
 
 
+@pytest.mark.promise("softmax.formula")
 def test_known_values(student):
     """exp(x_i) / sum_j exp(x_j) on a few small inputs."""
     cases = [
@@ -30,6 +32,7 @@ def test_known_values(student):
         expect_close(student.softmax(xs), want, call("softmax", xs))
 
 
+@pytest.mark.promise("softmax.single")
 def test_a_single_logit_gets_probability_one(student):
     """One entry: [1.0], whatever the logit; with a second logit log 3 above it, that one gets 3/4."""
     for xs in ([5.0], [-700.0], [1000.0]):
@@ -38,6 +41,7 @@ def test_a_single_logit_gets_probability_one(student):
         expect_close(student.softmax(xs), want, call("softmax", xs))
 
 
+@pytest.mark.promise("softmax.stable")
 def test_large_logits_do_not_overflow(student):
     """exp(1000) overflows a float: subtract the largest logit first (the result does not change)."""
     cases = [
@@ -55,6 +59,7 @@ def test_large_logits_do_not_overflow(student):
         expect_close(got, want, call("softmax", xs))
 
 
+@pytest.mark.promise("softmax.stable")
 def test_adding_a_constant_changes_nothing(student):
     """softmax(x + c) = softmax(x): the constant cancels between numerator and denominator."""
     xs = [0.5, -1.0, 2.0]

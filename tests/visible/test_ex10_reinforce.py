@@ -27,6 +27,7 @@ def what(*args, **kw):
     return call("reinforce_grad", f"TabPolicy(n_states=3, T=2, V=2, theta={THETA})", *args, **kw)
 
 
+@pytest.mark.promise("reinforce_grad.formula")
 def test_one_sample_without_baseline(lab, student):
     """One sample, no baseline: R * (onehot - probs) at each position of its state; other states get zeros."""
     batch = [(2, (1, 0), 2.0)]
@@ -43,6 +44,7 @@ def test_one_sample_without_baseline(lab, student):
     expect_close(got, want, what(batch, "none"), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.promise("reinforce_grad.formula")
 def test_batch_without_baseline(lab, student):
     """Four samples with weight 1/4 each, b = 0: the samples with reward 0 add nothing."""
     got = student.reinforce_grad(policy(lab), BATCH, "none")
@@ -54,6 +56,7 @@ def test_batch_without_baseline(lab, student):
     expect_close(got, want, what(BATCH, "none"), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.promise("reinforce_grad.mean_baseline")
 def test_batch_with_mean_baseline(lab, student):
     """The default baseline is the mean reward, 0.5 here: rewards 1 push up, rewards 0 push down."""
     got = student.reinforce_grad(policy(lab), BATCH)
@@ -65,6 +68,7 @@ def test_batch_with_mean_baseline(lab, student):
     expect_close(got, want, what(BATCH), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.promise("reinforce_grad.mean_baseline")
 def test_weights_replace_one_over_n(lab, student):
     """weights=[0.5, 0.25, 0.25, 0]: the baseline is the weighted mean 0.75, the sum is weighted too."""
     weights = [0.5, 0.25, 0.25, 0.0]
@@ -77,6 +81,7 @@ def test_weights_replace_one_over_n(lab, student):
     expect_close(got, want, what(BATCH, "mean", weights), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.promise("reinforce_grad.equal_rewards_zero")
 def test_equal_rewards_with_mean_baseline_give_zero(lab, student):
     """Every reward equals the mean baseline, so every R - b is 0 and so is the gradient; with the last
     reward 0 instead, the baseline is 2/3 and the gradient is not 0."""
