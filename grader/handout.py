@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
-from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
+from grader.layout import HANDOUT_RUNNER, LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT
 from grader.local import EXERCISES_FILE, exercises_data
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
@@ -45,6 +45,7 @@ def write_handout(root: Path, out: Path) -> Path:
 def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     """The handout's files: path inside the handout folder -> content."""
     files = {MODULE_FILE: (root / STUDENT).read_bytes()}
+    files[LAB_STUBS.as_posix()] = files[MODULE_FILE]  # what a student's run decodes values into
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()

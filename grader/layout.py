@@ -17,6 +17,7 @@ MODULE_FILE = f"{MODULE}.py"
 MANIFEST = Path("grader/exercises.toml")
 REFERENCE = Path("solutions") / MODULE_FILE
 STUDENT = Path("student") / MODULE_FILE
+LAB_STUBS = Path("tests/lab_stubs.py")  # the handout's copy of the stubs: what a student's run decodes into
 SUITES: tuple[Suite, ...] = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 BYTECODE_CACHE = Path(".optlab-pycache")  # compiled modules of the test runs, kept (grader.suites)
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope

@@ -19,12 +19,17 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.protocol import import_headline
+
 EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdict table needs
 NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
 NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
+NOT_IMPORTED = "not imported"  # the module never imported (a top-level error or endless loop)
+SYNTAX_ERROR = "syntax error"  # the exercise's function could not be graded: intake found a syntax error
 SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
 _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
+_SYNTAX_ERROR = re.compile(r"\w+\(\) could not be graded: it has a syntax error")  # grader.worker's words
 
 
 @dataclass(frozen=True)
@@ -108,9 +113,12 @@ class Verdict:
 
     exercises: list[ExerciseInfo]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    headline: str | None = None  # why the module never imported, said once above the table
 
     def record(self, nodeid: str, exercise: int, suite: str, state: str, message: str = "") -> None:
         """Record a test's outcome; a failure in any phase (setup, call, teardown) wins over a pass."""
+        if state == NOT_IMPORTED and self.headline is None:
+            self.headline = import_headline(message)
         known = self.outcomes.get(nodeid)
         if known is None or known.state == "passed":
             self.outcomes[nodeid] = Outcome(exercise, suite, state, message)
@@ -145,6 +153,7 @@ class Verdict:
         rows = self.rows()
         if not rows:
             return []
+        head = [self.headline, ""] if self.headline else []
         table = [("exercise", "visible checks", "visible points", "hidden checks", "state")]
         for row in rows:
             hidden = (
@@ -158,15 +167,15 @@ class Verdict:
                 state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
             table.append((
                 f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
-                f"{_num(row['score'])}/{_num(row['max_score'])}", hidden, state,
+                f"{points_text(row['score'])}/{points_text(row['max_score'])}", hidden, state,
             ))  # fmt: skip
         earned = sum(r["score"] for r in rows)
         possible = sum(r["max_score"] for r in rows)
         hidden_total = sum(r["hidden"] for r in rows)
         table.append(("total", f"{sum(r['passed'] for r in rows)}/{sum(r['total'] for r in rows)}",
-                      f"{_num(earned)}/{_num(possible)}", "", ""))  # fmt: skip
+                      f"{points_text(earned)}/{points_text(possible)}", "", ""))  # fmt: skip
         widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]
-        out = [
+        out = head + [
             SEPARATOR.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in table
         ]
         if hidden_total and all(r["hidden_passed"] is None for r in rows):
@@ -187,6 +196,10 @@ def classify(excinfo) -> tuple[str, str]:
     name = excinfo.type.__name__
     if name == "NotImplementedError":
         return NOT_STARTED, text
+    if name in ("SubmissionError", "CallTimedOut") and import_headline(text) is not None:
+        return NOT_IMPORTED, text
+    if name == "SubmissionError" and _SYNTAX_ERROR.search(text):
+        return SYNTAX_ERROR, text
     if name == "CallTimedOut":
         return (NOT_CALLED if "timed out earlier" in text else TIMED_OUT), text
     return "failed", text
@@ -194,6 +207,10 @@ def classify(excinfo) -> tuple[str, str]:
 
 def _state(outcomes: list[Outcome]) -> str:
     states = {o.state for o in outcomes}
+    if NOT_IMPORTED in states:
+        return NOT_IMPORTED
+    if SYNTAX_ERROR in states:
+        return SYNTAX_ERROR
     if states & {TIMED_OUT, NOT_CALLED}:
         return TIMED_OUT
     if states == {NOT_STARTED}:
@@ -208,5 +225,7 @@ def _to_implement(outcomes: list[Outcome], exercise: ExerciseInfo) -> list[str]:
     return [f for f in exercise.functions if f in named]
 
 
-def _num(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
+def points_text(points: float) -> str:
+    """Points as every output prints them (grader.scoring.points_text, which the handout does not ship):
+    at most two decimals, no trailing zeros ("2", "2.5", "1.71")."""
+    return f"{round(points, 2) + 0.0:.2f}".rstrip("0").rstrip(".")

@@ -27,16 +27,19 @@ from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import ESCAPED_NOTE, IntakeError, Submission, printable, read_submission
 from grader.isolation import protect_kit
-from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
-from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
-from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
-from grader.student import (
-    Student,
-    in_process_student,
-    load_own_module,
-    sandboxed_student,
-    unanswerable_student,
+from grader.layout import LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT, SUITES
+from grader.local import (
+    EXERCISES_FILE,
+    NOT_CALLED,
+    NOT_IMPORTED,
+    NOT_STARTED,
+    SYNTAX_ERROR,
+    Verdict,
+    classify,
+    load_exercises,
 )
+from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
+from grader.student import Student, in_process_student, sandboxed_student, unanswerable_student
 from grader.worker import load_module
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
@@ -139,6 +142,9 @@ class OptLab:
         self.reference: types.ModuleType | None = (
             load_module(Path(reference), "optlab_reference") if reference else None
         )
+        # What values decode into: the reference's classes, else (a student's own run) the stubs' given
+        # parts, never the submission itself: its code runs only in its worker, under the import deadline.
+        self.given = self.reference or _given_parts(root)
         self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None) or {
             name: exercise.id for exercise in load_exercises(root) for name in exercise.functions
         }  # the handout's map (not secret): a timeout fails the rest of its exercise fast, as in grading
@@ -170,7 +176,7 @@ class OptLab:
     def _new_student(self) -> tuple[Student, Callable[[], None]]:
         if isinstance(self.intake, str):
             return unanswerable_student(self.intake), lambda: None
-        lab = self.reference or load_own_module(self.intake.source)
+        lab = self.given
         broken = self.intake.broken
         if self.config.getoption("worker") == "inprocess":
             folder = Path(tempfile.mkdtemp(prefix="optlab-inprocess-"))
@@ -256,6 +262,15 @@ class _EchoOutput:
                 sys.stdout.write(f"({ESCAPED_NOTE})\n")
             sys.stdout.write(shown)
             sys.stdout.flush()
+
+
+def _given_parts(root: Path) -> types.ModuleType:
+    """The lab's given parts (classes, constants, helpers) from the stubs: the handout's copy of them, or
+    the kit's student/ folder; an empty module where neither is there."""
+    for path in (root / LAB_STUBS, root / STUDENT):
+        if path.is_file():
+            return load_module(path, "optlab_given")
+    return types.ModuleType("optlab_given")
 
 
 def _intake(path: Path) -> Submission | str:
@@ -397,6 +412,10 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
         return "not started", "N", ("NOT STARTED", {"yellow": True})
     if state == NOT_CALLED:
         return "not called", "T", ("NOT CALLED (its exercise timed out earlier)", {"red": True})
+    if state == NOT_IMPORTED:  # said once, above the verdict
+        return "not imported", "I", ("NOT IMPORTED (see the verdict)", {"red": True})
+    if state == SYNTAX_ERROR:  # intake's note at the top says where
+        return "syntax error", "S", ("SYNTAX ERROR", {"red": True})
     return None
 
 

@@ -52,7 +52,7 @@ from grader import cgroup, isolation, landlock, mounts, seccomp
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
-from grader.protocol import CALL_COUNT, SPIN_SECONDS, failure_answer
+from grader.protocol import CALL_COUNT, IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
 
 try:
     import resource
@@ -194,11 +194,13 @@ class Sandbox:
         try:
             if reference is not None and self._process is not None and reference.ended():
                 self._kill("the reference's worker ended")  # its pipes were this worker's: both start afresh
-            if (failure := self.start()) is not None:
+            failure = self.start()
+            calling = time.monotonic()  # a worker's start (its import) is the run's time, not the exercise's
+            if failure is not None:
                 return failure
             if reference is not None and (failure := reference.open_call(str(message["function"]))):
                 return failure
-            calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
+            calling = time.monotonic()
             deadline = self._deadline(self.limits.call_seconds, exercise)
             if not self._post(message, deadline):
                 return self._timed_out(message, deadline)
@@ -434,8 +436,12 @@ class Sandbox:
         time counts from the worker's own start, its wall time from its spawn: the same bounds whether or
         not the grader waited all along."""
         deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
+        where = ""  # the line of the module the import was at, as the worker last reported it
         try:
             ready = self._receive(deadline, waiting_only=True)
+            while ready is not None and ready.get("op") == "importing":
+                where = str(ready.get("where", ""))[:200]
+                ready = self._receive(deadline, waiting_only=True)
         except _WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
@@ -444,7 +450,7 @@ class Sandbox:
             why = deadline.overrun()
             self._kill("import timed out")
             # no exercise's own timeout: the module never imported, so every call fails with this anyway
-            return failure_answer(f"the module did not finish importing: {why}", timed_out="run")
+            return failure_answer(f"{IMPORT_TIMED_OUT}{why}{where}", timed_out="run")
         if ready.get("op") != "ready":
             self._kill("bad hello")
             return failure_answer("the worker did not start")

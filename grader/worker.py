@@ -18,6 +18,7 @@ import select
 import signal
 import sys
 import time
+import traceback
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -25,7 +26,7 @@ from pathlib import Path
 from grader.audit import Confinement
 from grader.codec import Codec, CodecError, dumps, loads
 from grader.layout import MODULE
-from grader.protocol import CALL_COUNT, Link, failure_answer, perform, place_call, raise_answer
+from grader.protocol import CALL_COUNT, IMPORT_FAILED, Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -84,7 +85,7 @@ class Worker:
         if self.import_error is not None:
             error = self.import_error
             return failure_answer(
-                f"the submission could not be imported: {error['type']}: {error['message']}{error['where']}"
+                f"{IMPORT_FAILED}{error['type']}: {error['message']}{error['where']}"
             )
         fn = vars(self.module).get(name)
         if not callable(fn):
@@ -340,6 +341,31 @@ def answer_worker(config: dict, grader: PipeLink) -> None:
         requests.post(answer)
 
 
+def _report_where_importing(link: PipeLink, module: Path) -> Callable[[], None]:
+    """Every second of CPU time the import takes, tell the grader which line of the module it is at (a
+    module that never finishes importing is then named at its line); returns what stops the reports.
+    Where there is no CPU timer (Windows), nothing is reported."""
+    if not hasattr(signal, "setitimer"):
+        return lambda: None
+
+    def report(signum, frame) -> None:
+        mine = [f for f in traceback.extract_stack(frame) if f.filename == str(module)]
+        if mine:
+            try:
+                link.post({"op": "importing", "where": f" (line {mine[-1].lineno}, in {mine[-1].name})"})
+            except Exception:  # noqa: BLE001 - a report is a courtesy; the deadline holds without it
+                pass
+
+    signal.signal(signal.SIGPROF, report)
+    signal.setitimer(signal.ITIMER_PROF, 1.0, 1.0)
+
+    def stop() -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+
+    return stop
+
+
 def serve(config: dict) -> None:
     """The worker process's main loop: confine this process, import the submission, answer each request.
 
@@ -357,7 +383,11 @@ def serve(config: dict) -> None:
     pipes = config.get("reference_fds")
     reference = _ReferencePipes(pipes[0], pipes[1], poll_seconds=config["poll_seconds"]) if pipes else None
     module, exercise_of = Path(config["module"]), config["exercise_of"]
-    worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
+    stop_reporting = _report_where_importing(link, module)
+    try:
+        worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
+    finally:
+        stop_reporting()
     link.post({"op": "ready"})
     while (message := link.receive()) is not None:
         answer = worker.handle(message)

@@ -38,9 +38,10 @@ def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
     runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
-    expected |= {"tests/exercises.json", *PLUGIN_ENTRY_POINT}
+    expected |= {"tests/exercises.json", "tests/lab_stubs.py", *PLUGIN_ENTRY_POINT}
     assert set(files) == expected | visible | runner
     assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()
+    assert files["tests/lab_stubs.py"] == files["optimization_toolkit.py"]  # a local run decodes into it
     assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]
     readme = files["README.md"].decode()
     assert "| 6 | Pareto selection |" in readme and "Total: 100 points." in readme
