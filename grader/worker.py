@@ -84,9 +84,7 @@ class Worker:
         name = str(message.get("function"))
         if self.import_error is not None:
             error = self.import_error
-            return failure_answer(
-                f"{IMPORT_FAILED}{error['type']}: {error['message']}{error['where']}"
-            )
+            return failure_answer(f"{IMPORT_FAILED}{error['type']}: {error['message']}{error['where']}")
         fn = vars(self.module).get(name)
         if not callable(fn):
             if name in self.broken:
