@@ -29,7 +29,8 @@ SYNTAX_ERROR = "syntax error"  # the exercise's function could not be graded: in
 SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
 _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
-_SYNTAX_ERROR = re.compile(r"\w+\(\) could not be graded: it has a syntax error")  # grader.worker's words
+# grader.worker's words for a function intake dropped: "f() could not be graded: it has a syntax error"
+_SYNTAX_ERROR = re.compile(r"(\w+)\(\) could not be graded: it has a syntax error \((line \d+)")
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ class Verdict:
                 "state": _state(mine),
                 "to_implement": _to_implement(mine, exercise),
                 "timed_out": sorted({m.group(1) for o in mine for m in _DID_NOT_RETURN.finditer(o.message)}),
+                "syntax_errors": sorted({f"{m[1]}() ({m[2]})" for o in mine for m in _SYNTAX_ERROR.finditer(o.message)}),  # noqa: E501
             })  # fmt: skip
         return rows
 
@@ -163,6 +165,8 @@ class Verdict:
             state = row["state"]
             if state == NOT_STARTED and row["to_implement"]:
                 state += ": implement " + ", ".join(row["to_implement"])
+            elif state == SYNTAX_ERROR and row["syntax_errors"]:
+                state += ": " + ", ".join(row["syntax_errors"])
             elif state == TIMED_OUT and row["timed_out"]:
                 state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
             table.append((
