@@ -38,7 +38,7 @@ from grader.local import (
     classify,
     load_exercises,
 )
-from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
+from grader.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
 from grader.student import Student, in_process_student, sandboxed_student, unanswerable_student
 from grader.worker import load_module
 
@@ -77,9 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--worker",
         choices=("sandbox", "inprocess"),
-        default="sandbox" if SANDBOX_AVAILABLE else "inprocess",
-        help="where the submission runs: a sandboxed process (default where the OS allows it), or this "
-        "process (to debug with pdb)",
+        default="sandbox",
+        help="where the submission runs: a process of its own (default; sandboxed where the OS allows it), "
+        "or this process (to debug with pdb: no deadline holds)",
     )
     group.addoption(
         "--call-timeout", type=float, default=Limits.call_seconds, metavar="S", help="seconds per call"
@@ -118,12 +118,15 @@ def _root(config: pytest.Config) -> Path:
 
 def pytest_report_header(config: pytest.Config) -> str | list[str]:
     """Which module the run tests, and where its calls run."""
-    where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
+    sandbox = "a sandboxed process" if SANDBOX_AVAILABLE else "a process of its own"
+    where = {"sandbox": sandbox, "inprocess": "this process"}[config.getoption("worker")]
     try:
         module = _submission_path(config.getoption("submission"), _root(config))
     except pytest.UsageError as error:
         return f"optlab: {error}"
     lines = [f"optlab: testing {module}; its calls run in {where}"]
+    if config.getoption("worker") == "sandbox" and not SANDBOX_AVAILABLE:
+        lines.append(f"optlab: {NO_SANDBOX}")  # the one guarantee this machine lacks, said once
     intake = _intake(module)  # what `grader grade` would note: a syntax error, what it costs, a renaming
     lines += [f"optlab: {note}" for note in ([intake] if isinstance(intake, str) else intake.notes)]
     return lines

@@ -195,8 +195,9 @@ class PipeLink:
 
     def __init__(self, read_fd: int, write_fd: int, limit: int = -1, poll_seconds: float = 0.0):
         self._read_fd = read_fd
-        self._readable = select.poll()
-        self._readable.register(read_fd, select.POLLIN)
+        self._readable = select.poll() if hasattr(select, "poll") else None  # Windows: no poll of a pipe
+        if self._readable is not None:
+            self._readable.register(read_fd, select.POLLIN)
         self._buffer = bytearray()
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
         self._limit = limit  # the longest message read (in bytes); -1: any
@@ -235,7 +236,7 @@ class PipeLink:
     def _chunk(self) -> bytes:
         """The next bytes from the pipe, polled for a while before this process sleeps for them."""
         spin_until = time.perf_counter() + self._poll
-        while not self._readable.poll(0) and time.perf_counter() < spin_until:
+        while self._readable is not None and not self._readable.poll(0) and time.perf_counter() < spin_until:
             pass
         return os.read(self._read_fd, 1 << 16)
 
@@ -372,6 +373,10 @@ def serve(config: dict) -> None:
     reference_fds (the pipes to the reference's worker) where there is one; a reference's worker has
     answer_fds instead (`answer_worker`).
     """
+    if config.get("stdio"):  # a plain worker (no sandbox): the pipes are stdin and stdout, moved aside
+        config = dict(config, read_fd=os.dup(0), write_fd=os.dup(1))
+        os.dup2(2, 1)  # what the submission prints goes where stderr goes: the output file
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     if config["audit_hook"]:  # a tripwire for honest mistakes; the OS layers are the boundary
         Confinement(config["scratch"], config["read_roots"]).install()
     link = PipeLink(config["read_fd"], config["write_fd"], poll_seconds=config["poll_seconds"])
