@@ -94,7 +94,7 @@ def test_a_module_that_never_imported_is_one_headline_in_the_summary():
         (f"CallTimedOut: {IMPORT_TIMED_OUT}it was still running after 40 s",
          "Your module did not finish importing: it was still running after 40 s. No check could call "
          "it."),
-        (f"SubmissionError: {IMPORT_FAILED}ModuleNotFoundError: No module named 'numpy' (line 1, in <module>)",
+        (f"SubmissionError: {IMPORT_FAILED}ModuleNotFoundError: No module named 'numpy' (line 1, in <m>)",
          "Your module could not be imported at line 1 of optimization_toolkit.py: ModuleNotFoundError: No "
          f"module named 'numpy' ({STANDARD_LIBRARY_ONLY}). No check could call it."),
         ("AssertionError: softmax([1.0]) returned [2.0]", None),
