@@ -153,9 +153,9 @@ def _entry_output(score: SuiteScore, shown: str) -> str:
     head = f"{score.passed} of {len(score.records)} {score.suite} checks passed."
     if not failed or shown == "none":
         return head
-    groups: dict[tuple[str, ...], list[TestRecord]] = {}
+    groups: dict[tuple[str, str], list[TestRecord]] = {}  # (property, kind) or (failure text, "")
     for record in failed:
-        key = (record.property, _kind(record)) if shown == "property" else (failure_text(record),)
+        key = (record.property, _kind(record)) if shown == "property" else (failure_text(record), "")
         groups.setdefault(key, []).append(record)
     items = []
     for key, records in list(groups.items())[:MAX_FAILURES_SHOWN]:

@@ -471,8 +471,8 @@ class Sandbox:
         finally:
             os.close(output)
         assert self._process.stdin is not None and self._process.stdout is not None
-        self._reader = self._process.stdout
-        self._writer = self._process.stdin
+        self._reader = self._process.stdout  # type: ignore[assignment]  # buffered, not FileIO: read by _Plain
+        self._writer = self._process.stdin  # type: ignore[assignment]  # written through its descriptor
         self._plain = _Plain(self._reader)
         self._buffer = bytearray()
         self._last_size = 0
