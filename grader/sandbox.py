@@ -487,8 +487,11 @@ class Sandbox:
         where = ""  # the line of the module the import was at, as the worker last reported it
         try:
             ready = self._receive(deadline, waiting_only=True)
-            while ready is not None and ready.get("op") == "importing":
-                where = str(ready.get("where", ""))[:200]
+            # one report per second of CPU time: more than the import may take is no honest worker's (and
+            # messages already waiting are read without a look at the deadline)
+            reports = int(self.limits.import_seconds) + 2
+            while ready is not None and ready.get("op") == "importing" and reports > 0:
+                where, reports = str(ready.get("where", ""))[:200], reports - 1
                 ready = self._receive(deadline, waiting_only=True)
         except _WorkerDied as died:
             self._kill("died at start")
