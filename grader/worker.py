@@ -18,7 +18,6 @@ import select
 import signal
 import sys
 import time
-import traceback
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -348,10 +347,13 @@ def _report_where_importing(link: PipeLink, module: Path) -> Callable[[], None]:
         return lambda: None
 
     def report(signum, frame) -> None:
-        mine = [f for f in traceback.extract_stack(frame) if f.filename == str(module)]
-        if mine:
+        while frame is not None and frame.f_code.co_filename != str(module):  # its innermost frame there
+            frame = frame.f_back  # (no source line is read: a frame's number is enough)
+        if frame is not None:
             try:
-                link.post({"op": "importing", "where": f" (line {mine[-1].lineno}, in {mine[-1].name})"})
+                link.post(
+                    {"op": "importing", "where": f" (line {frame.f_lineno}, in {frame.f_code.co_name})"}
+                )
             except Exception:  # noqa: BLE001 - a report is a courtesy; the deadline holds without it
                 pass
 
