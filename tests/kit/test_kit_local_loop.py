@@ -286,9 +286,7 @@ def test_a_top_level_endless_loop_ends_at_the_import_deadline_with_its_line(fold
     looping.write_text(source)
     run = student_run(folder, f"--submission={looping}", timeout=300)
     why = "it used 10 s of CPU time (an endless loop?)"  # the line the worker was at when it ran out
-    never_imported(
-        run, f"Your module did not finish importing at line {line} of {MODULE}: {why}. {NO_CALL}"
-    )
+    never_imported(run, f"Your module did not finish importing at line {line} of {MODULE}: {why}. {NO_CALL}")
 
 
 def test_a_package_that_is_not_there_says_only_the_standard_library_is(folder, tmp_path):
