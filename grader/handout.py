@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
-from grader.layout import HANDOUT_RUNNER, MANIFEST, MODULE_FILE, PROMISES, REFERENCE, STUDENT
+from grader.layout import HANDOUT_RUNNER, LAB_STUBS, MANIFEST, MODULE_FILE, PROMISES, REFERENCE, STUDENT
 from grader.local import EXERCISES_FILE, exercises_data
 from grader.manifest import Manifest
 from grader.package import add_member, pinned_requirements
@@ -46,6 +46,7 @@ def write_handout(root: Path, out: Path) -> Path:
 def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     """The handout's files: path inside the handout folder -> content."""
     files = {MODULE_FILE: (root / STUDENT).read_bytes()}
+    files[LAB_STUBS.as_posix()] = files[MODULE_FILE]  # what a student's run decodes values into
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
@@ -127,14 +128,17 @@ From another folder, name this one and give the file with `=`:
 
 Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
 passed, the points they earn (as the grader scores them: see "How you are graded"), how many hidden
-checks it has, and its state: not started, failing, passing or timed out.
+checks it has, and its state: not started, failing, passing, timed out, syntax error, or not imported.
 A test whose function still raises the stub's `NotImplementedError` shows as `N` (not started), with
 no traceback. What your function printed during a failing test is shown under that test.
 
-The tests call your functions in a separate process, with a time limit per call, exactly as the
-grader will: an endless loop costs that exercise's tests, not your whole run: after its first timeout,
-the exercise's other tests are not called (`T`). To step through your code with a debugger, run them
-in this process instead: `python -m pytest --worker inprocess --pdb`.
+The tests import your module and call your functions in a separate process, with a time limit for the
+import and per call, exactly as the grader will (on Windows too, where that process has no sandbox:
+the run says so in one line). An endless loop costs that exercise's tests, not your whole run: after
+its first timeout, the exercise's other tests are not called (`T`). A module that cannot be imported
+at all (an error or endless loop at its top level) is one line above the verdict, with its line number,
+and every test shows as `I` (not imported). To step through your code with a debugger, run the tests
+in this process instead: `python -m pytest --worker inprocess --pdb` (no time limit holds there).
 
 ## What the messages mean
 
@@ -147,6 +151,7 @@ in this process instead: `python -m pytest --worker inprocess --pdb`.
 - `CallTimedOut`: the call used more than its CPU time (an endless loop?); the other tests of that
   exercise are then skipped as failed.
 - `SubmissionError`: your function raised an exception; the message shows its type, text and line.
+- `No module named 'numpy'`: only Python's standard library is there when you are graded.
 
 ## How you are graded
 

@@ -19,6 +19,7 @@ REFERENCE = Path("solutions") / MODULE_FILE
 STUDENT = Path("student") / MODULE_FILE
 PROMISES = Path("tests/promises")  # exNN.toml: every promise of an exercise's functions (grader.promises)
 POINTS_DOC = Path("docs/points.md")  # generated: how each exercise's points split over its promises
+LAB_STUBS = Path("tests/lab_stubs.py")  # the handout's copy of the stubs: what a student's run decodes into
 SUITES: tuple[Suite, ...] = ("visible", "hidden")  # tests/visible, tests/hidden, in the order they run
 BYTECODE_CACHE = Path(".optlab-pycache")  # compiled modules of the test runs, kept (grader.suites)
 ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/files/optlab on Gradescope

@@ -20,14 +20,19 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.scoring import Tally, entry_score, split_points
+from grader.protocol import import_headline
+from grader.scoring import Tally, entry_score, points_text, split_points
 
 EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdict table needs
 NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
 NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
+NOT_IMPORTED = "not imported"  # the module never imported (a top-level error or endless loop)
+SYNTAX_ERROR = "syntax error"  # the exercise's function could not be graded: intake found a syntax error
 SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
 _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
+# grader.worker's words for a function intake dropped: "f() could not be graded: it has a syntax error"
+_SYNTAX_ERROR = re.compile(r"(\w+)\(\) could not be graded: it has a syntax error \((line \d+)")
 
 
 @dataclass(frozen=True)
@@ -140,11 +145,14 @@ class Verdict:
 
     exercises: list[ExerciseInfo]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    headline: str | None = None  # why the module never imported, said once above the table
 
     def record(
         self, nodeid: str, exercise: int, suite: str, state: str, message: str = "", promise: str = ""
     ) -> None:
         """Record a test's outcome; a failure in any phase (setup, call, teardown) wins over a pass."""
+        if state == NOT_IMPORTED and self.headline is None:
+            self.headline = import_headline(message)
         known = self.outcomes.get(nodeid)
         if known is None or known.state == "passed":
             self.outcomes[nodeid] = Outcome(exercise, suite, state, message, promise)
@@ -171,6 +179,7 @@ class Verdict:
                 "state": _state(mine),
                 "to_implement": _to_implement(mine, exercise),
                 "timed_out": sorted({m.group(1) for o in mine for m in _DID_NOT_RETURN.finditer(o.message)}),
+                "syntax_errors": sorted({f"{m[1]}() ({m[2]})" for o in mine for m in _SYNTAX_ERROR.finditer(o.message)}),  # noqa: E501
             })  # fmt: skip
         return rows
 
@@ -179,6 +188,7 @@ class Verdict:
         rows = self.rows()
         if not rows:
             return []
+        head = [self.headline, ""] if self.headline else []
         table = [("exercise", "visible checks", "visible points", "hidden checks", "state")]
         for row in rows:
             hidden = (
@@ -188,19 +198,21 @@ class Verdict:
             state = row["state"]
             if state == NOT_STARTED and row["to_implement"]:
                 state += ": implement " + ", ".join(row["to_implement"])
+            elif state == SYNTAX_ERROR and row["syntax_errors"]:
+                state += ": " + ", ".join(row["syntax_errors"])
             elif state == TIMED_OUT and row["timed_out"]:
                 state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
             table.append((
                 f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
-                f"{_num(row['score'])}/{_num(row['max_score'])}", hidden, state,
+                f"{points_text(row['score'])}/{points_text(row['max_score'])}", hidden, state,
             ))  # fmt: skip
         earned = sum(r["score"] for r in rows)
         possible = sum(r["max_score"] for r in rows)
         hidden_total = sum(r["hidden"] for r in rows)
         table.append(("total", f"{sum(r['passed'] for r in rows)}/{sum(r['total'] for r in rows)}",
-                      f"{_num(earned)}/{_num(possible)}", "", ""))  # fmt: skip
+                      f"{points_text(earned)}/{points_text(possible)}", "", ""))  # fmt: skip
         widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]
-        out = [
+        out = head + [
             SEPARATOR.join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in table
         ]
         if hidden_total and all(r["hidden_passed"] is None for r in rows):
@@ -234,6 +246,10 @@ def classify(excinfo) -> tuple[str, str]:
     name = excinfo.type.__name__
     if name == "NotImplementedError":
         return NOT_STARTED, text
+    if name in ("SubmissionError", "CallTimedOut") and import_headline(text) is not None:
+        return NOT_IMPORTED, text
+    if name == "SubmissionError" and _SYNTAX_ERROR.search(text):
+        return SYNTAX_ERROR, text
     if name == "CallTimedOut":
         return (NOT_CALLED if "timed out earlier" in text else TIMED_OUT), text
     return "failed", text
@@ -241,6 +257,10 @@ def classify(excinfo) -> tuple[str, str]:
 
 def _state(outcomes: list[Outcome]) -> str:
     states = {o.state for o in outcomes}
+    if NOT_IMPORTED in states:
+        return NOT_IMPORTED
+    if SYNTAX_ERROR in states:
+        return SYNTAX_ERROR
     if states & {TIMED_OUT, NOT_CALLED}:
         return TIMED_OUT
     if states == {NOT_STARTED}:
@@ -253,7 +273,3 @@ def _state(outcomes: list[Outcome]) -> str:
 def _to_implement(outcomes: list[Outcome], exercise: ExerciseInfo) -> list[str]:
     named = {m.group(1) for o in outcomes if o.state == NOT_STARTED for m in _IMPLEMENT.finditer(o.message)}
     return [f for f in exercise.functions if f in named]
-
-
-def _num(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"

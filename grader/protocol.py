@@ -15,6 +15,7 @@ the test passed); the caller serves them before it reads the answer. Both sides 
 from __future__ import annotations
 
 import builtins
+import re
 import traceback
 import types
 from collections.abc import Callable, Collection
@@ -30,6 +31,12 @@ SPIN_SECONDS = 200e-6
 # The page the grader shares with the reference's worker (grader.sandbox.ReferenceWorker): byte 0 names the
 # open call (0: none); these four bytes count the calls opened and closed (little-endian, wrapping).
 CALL_COUNT = slice(4, 8)
+
+# How a call's failure says that the module never imported (grader.worker, grader.sandbox): every check
+# then fails the same way, and a run says it once, as a headline (`import_headline`).
+IMPORT_FAILED = "the submission could not be imported: "
+IMPORT_TIMED_OUT = "the module did not finish importing: "
+STANDARD_LIBRARY_ONLY = "only Python's standard library is available when your module is graded"
 
 
 class SubmissionError(Exception):
@@ -203,6 +210,9 @@ def _cut(value: object, limit: int = MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_WHERE = re.compile(r" ?\(line (?P<line>\d+), in [^)]*\)")  # what `_where` writes
+
+
 def _where(exc: BaseException, where_file: str | None) -> str:
     if where_file is None:
         return ""
@@ -211,3 +221,19 @@ def _where(exc: BaseException, where_file: str | None) -> str:
         return ""
     last = frames[-1]
     return f" (line {last.lineno}, in {last.name})"
+
+
+def import_headline(failure: str, module_file: str = "optimization_toolkit.py") -> str | None:
+    """One line that says why the module never imported, and where in `module_file`, from the text of a
+    call's failure (None when the failure is not that): what a run shows once, above its verdict."""
+    timed_out = IMPORT_TIMED_OUT in failure
+    marker = IMPORT_TIMED_OUT if timed_out else IMPORT_FAILED
+    if marker not in failure:
+        return None
+    why = (failure.split(marker, 1)[1].strip().splitlines() or [""])[0]
+    what = "did not finish importing" if timed_out else "could not be imported"
+    where = "" if timed_out else f" in {module_file}"
+    if (found := _WHERE.search(why)) is not None:
+        why, where = why[: found.start()].rstrip(), f" at line {found['line']} of {module_file}"
+    hint = f" ({STANDARD_LIBRARY_ONLY})" if why.startswith("ModuleNotFoundError") else ""
+    return f"Your module {what}{where}: {why}{hint}. No check could call it."

@@ -29,16 +29,19 @@ from hypothesis import HealthCheck, Phase, settings
 
 from grader.intake import ESCAPED_NOTE, IntakeError, Submission, printable, read_submission
 from grader.isolation import protect_kit
-from grader.layout import MANIFEST, MODULE_FILE, REFERENCE, SUITES
-from grader.local import EXERCISES_FILE, NOT_CALLED, NOT_STARTED, Verdict, classify, load_exercises
-from grader.sandbox import SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
-from grader.student import (
-    Student,
-    in_process_student,
-    load_own_module,
-    sandboxed_student,
-    unanswerable_student,
+from grader.layout import LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT, SUITES
+from grader.local import (
+    EXERCISES_FILE,
+    NOT_CALLED,
+    NOT_IMPORTED,
+    NOT_STARTED,
+    SYNTAX_ERROR,
+    Verdict,
+    classify,
+    load_exercises,
 )
+from grader.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
+from grader.student import Student, in_process_student, sandboxed_student, unanswerable_student
 from grader.worker import load_module
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
@@ -76,9 +79,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--worker",
         choices=("sandbox", "inprocess"),
-        default="sandbox" if SANDBOX_AVAILABLE else "inprocess",
-        help="where the submission runs: a sandboxed process (default where the OS allows it), or this "
-        "process (to debug with pdb)",
+        default="sandbox",
+        help="where the submission runs: a process of its own (default; sandboxed where the OS allows it), "
+        "or this process (to debug with pdb: no deadline holds)",
     )
     group.addoption(
         "--call-timeout", type=float, default=Limits.call_seconds, metavar="S", help="seconds per call"
@@ -124,12 +127,15 @@ def _root(config: pytest.Config) -> Path:
 
 def pytest_report_header(config: pytest.Config) -> str | list[str]:
     """Which module the run tests, and where its calls run."""
-    where = {"sandbox": "a sandboxed process", "inprocess": "this process"}[config.getoption("worker")]
+    sandbox = "a sandboxed process" if SANDBOX_AVAILABLE else "a process of its own"
+    where = {"sandbox": sandbox, "inprocess": "this process"}[config.getoption("worker")]
     try:
         module = _submission_path(config.getoption("submission"), _root(config))
     except pytest.UsageError as error:
         return f"optlab: {error}"
     lines = [f"optlab: testing {module}; its calls run in {where}"]
+    if config.getoption("worker") == "sandbox" and not SANDBOX_AVAILABLE:
+        lines.append(f"optlab: {NO_SANDBOX}")  # the one guarantee this machine lacks, said once
     intake = _intake(module)  # what `grader grade` would note: a syntax error, what it costs, a renaming
     lines += [f"optlab: {note}" for note in ([intake] if isinstance(intake, str) else intake.notes)]
     return lines
@@ -148,6 +154,9 @@ class OptLab:
         self.reference: types.ModuleType | None = (
             load_module(Path(reference), "optlab_reference") if reference else None
         )
+        # What values decode into: the reference's classes, else (a student's own run) the stubs' given
+        # parts, never the submission itself: its code runs only in its worker, under the import deadline.
+        self.given = self.reference or _given_parts(root)
         self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None) or {
             name: exercise.id for exercise in load_exercises(root) for name in exercise.functions
         }  # the handout's map (not secret): a timeout fails the rest of its exercise fast, as in grading
@@ -180,7 +189,7 @@ class OptLab:
     def _new_student(self) -> tuple[Student, Callable[[], None]]:
         if isinstance(self.intake, str):
             return unanswerable_student(self.intake), lambda: None
-        lab = self.reference or load_own_module(self.intake.source)
+        lab = self.given
         broken = self.intake.broken
         if self.config.getoption("worker") == "inprocess":
             folder = Path(tempfile.mkdtemp(prefix="optlab-inprocess-"))
@@ -266,6 +275,15 @@ class _EchoOutput:
                 sys.stdout.write(f"({ESCAPED_NOTE})\n")
             sys.stdout.write(shown)
             sys.stdout.flush()
+
+
+def _given_parts(root: Path) -> types.ModuleType:
+    """The lab's given parts (classes, constants, helpers) from the stubs: the handout's copy of them, or
+    the kit's student/ folder; an empty module where neither is there."""
+    for path in (root / LAB_STUBS, root / STUDENT):
+        if path.is_file():
+            return load_module(path, "optlab_given")
+    return types.ModuleType("optlab_given")
 
 
 def _intake(path: Path) -> Submission | str:
@@ -428,6 +446,10 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
         return "not started", "N", ("NOT STARTED", {"yellow": True})
     if state == NOT_CALLED:
         return "not called", "T", ("NOT CALLED (its exercise timed out earlier)", {"red": True})
+    if state == NOT_IMPORTED:  # said once, above the verdict
+        return "not imported", "I", ("NOT IMPORTED (see the verdict)", {"red": True})
+    if state == SYNTAX_ERROR:  # intake's note at the top says where
+        return "syntax error", "S", ("SYNTAX ERROR", {"red": True})
     return None
 
 

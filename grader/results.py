@@ -24,12 +24,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader.intake import shown
+from grader.protocol import import_headline
 from grader.scoring import SuiteScore, cents, points_text, total
 from grader.suites import TestRecord
 
 MAX_BYTES = 1_000_000
 MAX_FAILURES_SHOWN = 5
-MAX_MESSAGE_CHARS = 1500
+MAX_MESSAGE_CHARS = 1500  # one failure's text
+MAX_ENTRY_CHARS = 2000  # one entry's output in all
 WHEN_SHOWN = {"hidden": "to your instructors only", "after_due_date": "after the due date",
               "after_published": "when grades are published"}  # fmt: skip
 
@@ -149,19 +151,45 @@ def failure_kind(record: TestRecord) -> str:
 
 
 def _entry_output(score: SuiteScore, shown: str) -> str:
+    """An entry's text: how many checks passed, then its failures, each said once (checks that failed
+    with the same text are one line, "5 checks: NotImplementedError: ..."; a hidden entry names each
+    property once), at most MAX_ENTRY_CHARS in all."""
     failed = [r for r in score.records if not r.passed]
     head = f"{score.passed} of {len(score.records)} {score.suite} checks passed."
     if not failed or shown == "none":
         return head
-    lines = [head, ""]
-    for record in failed[:MAX_FAILURES_SHOWN]:
+    groups: dict[tuple[str, str], list[TestRecord]] = {}  # (property, kind) or (failure text, "")
+    for record in failed:
+        key = (record.property, _kind(record)) if shown == "property" else (failure_text(record), "")
+        groups.setdefault(key, []).append(record)
+    items = []
+    for key, records in list(groups.items())[:MAX_FAILURES_SHOWN]:
+        many = f" ({len(records)} checks)" if len(records) > 1 else ""
         if shown == "property":
-            lines.append(f"- failed: {record.property}{_kind(record)}")
+            items.append(f"- failed: {key[0]}{key[1]}{many}")
+        elif len(records) > 1:
+            first, *rest = key[0].splitlines() or [""]
+            items.append(
+                "\n".join([f"- {len(records)} checks: {first}", *(f"    {line}" for line in rest)]) + "\n"
+            )
         else:
-            lines += [f"- failed: {record.property}", _indent(failure_text(record)), ""]
-    if len(failed) > MAX_FAILURES_SHOWN:
-        lines.append(f"... and {len(failed) - MAX_FAILURES_SHOWN} more")
-    return "\n".join(lines).rstrip()
+            items.append(f"- failed: {records[0].property}\n{_indent(key[0])}\n")
+    left = sum(len(records) for records in list(groups.values())[MAX_FAILURES_SHOWN:])
+    if left:
+        items.append(f"... and {left} more failed {'check' if left == 1 else 'checks'}")
+    return _bounded("\n".join([head, "", *items]).rstrip())
+
+
+def _bounded(text: str) -> str:
+    """At most MAX_ENTRY_CHARS of `text`, cut at a line's end, saying how much was cut."""
+    if len(text) <= MAX_ENTRY_CHARS:
+        return text
+    cut = text.rfind("\n", 0, MAX_ENTRY_CHARS - 100)
+    cut = cut if cut > 0 else MAX_ENTRY_CHARS - 100
+    return (
+        text[:cut].rstrip() + f"\n... ({len(text) - cut:,} more characters not shown: an entry shows at most "
+        f"{MAX_ENTRY_CHARS:,})"
+    )
 
 
 def _kind(record: TestRecord) -> str:
@@ -184,11 +212,21 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
     the manifest shows hidden entries at once too (hidden_visibility "visible")."""
     later = {s.exercise.hidden_visibility for s in scores if not _shown_now(s)}
     if later:
+        # Gradescope shows a student no total while an entry is hidden from them: the total, which counts
+        # the hidden checks, appears once grades are published; until then this line is what they see.
         head = f"**Visible checks: {_points(s for s in scores if _shown_now(s))}**"
         when = " or ".join(sorted(WHEN_SHOWN[v] for v in later))
-        lines = [head, "", f"Hidden checks count too; their results are shown {when}.", ""]
+        lines = [
+            head,
+            "",
+            f"Hidden checks count too; their results are shown {when}. Your total score, out of "
+            f"{points_text(possible)} points, counts both: Gradescope shows it once grades are published.",
+            "",
+        ]
     else:
         lines = [f"**Score: {points_text(earned)} / {points_text(possible)}**", ""]
+    if (headline := _import_headline(scores)) is not None:
+        lines += [shown(headline, 400), ""]
     if notes:
         lines += [*(f"- {note}" for note in notes), ""]
     points_of = "points of visible checks" if later else "points"
@@ -200,6 +238,15 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
             f"| {exercise.label} | {cells.get('visible', '-')} | {cells.get('hidden', '-')} | {points} |"
         )
     return "\n".join(lines)
+
+
+def _import_headline(scores: Sequence[SuiteScore]) -> str | None:
+    """Why the module never imported, where a check failed for that (grader.protocol.import_headline)."""
+    for score in scores:
+        for record in score.records:
+            if not record.passed and (headline := import_headline(record.message)) is not None:
+                return headline
+    return None
 
 
 def _counts(score: SuiteScore) -> str:

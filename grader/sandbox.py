@@ -36,13 +36,16 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import queue
 import selectors
+import shutil
 import signal
 import stat
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,13 +55,18 @@ from grader import cgroup, isolation, landlock, mounts, seccomp
 from grader.codec import CodecError, dumps, loads
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
-from grader.protocol import CALL_COUNT, SPIN_SECONDS, failure_answer
+from grader.protocol import CALL_COUNT, IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
 
 try:
     import resource
-except ImportError:  # not POSIX (Windows): no sandbox; a student's own run calls in-process
+except ImportError:  # not POSIX (Windows): no sandbox, but still a worker process with the deadlines
     resource = None  # type: ignore[assignment]  # the module or None: SANDBOX_AVAILABLE tells which
 SANDBOX_AVAILABLE = resource is not None
+# What a student's own run lacks where there is no sandbox (a worker is then a plain process: `_Plain`)
+NO_SANDBOX = (
+    "no sandbox on this system (no POSIX rlimits): your module runs in a process of its own, with the "
+    "time limits, but without memory or disk limits or any isolation from your files"
+)
 
 
 GRADINGS_AT_ONCE = "OPTLAB_GRADINGS_AT_ONCE"  # set by a batch for its children: how many run side by side
@@ -145,6 +153,8 @@ class Sandbox:
         self.reference = reference  # answers this worker's reference requests, from a process of its own
         self.exercise_of = exercise_of
         self.layers = isolation.machine_layers()
+        # no sandbox here (Windows): a plain worker process, over its stdin and stdout, read by a thread
+        self._plain: _Plain | None = None if SANDBOX_AVAILABLE else _Plain()
         # with the mount layer, outside every world-writable folder: the worker's view covers those
         where = mounts.sandboxes() if self.layers.mounts else Path(tempfile.gettempdir())
         if self.layers.uid:
@@ -194,11 +204,13 @@ class Sandbox:
         try:
             if reference is not None and self._process is not None and reference.ended():
                 self._kill("the reference's worker ended")  # its pipes were this worker's: both start afresh
-            if (failure := self.start()) is not None:
+            failure = self.start()
+            calling = time.monotonic()  # a worker's start (its import) is the run's time, not the exercise's
+            if failure is not None:
                 return failure
             if reference is not None and (failure := reference.open_call(str(message["function"]))):
                 return failure
-            calling = time.monotonic()  # a worker's start is the run's time, not the exercise's
+            calling = time.monotonic()
             deadline = self._deadline(self.limits.call_seconds, exercise)
             if not self._post(message, deadline):
                 return self._timed_out(message, deadline)
@@ -305,7 +317,10 @@ class Sandbox:
         if self.lease is not None:
             self.lease.release()  # kills what is left of the uid and sweeps what it wrote
             self.lease = None
-        isolation.remove_tree(self.home)  # however deep the worker nested its scratch
+        if self._plain is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+        else:
+            isolation.remove_tree(self.home)  # however deep the worker nested its scratch
 
     def output(self) -> str:
         """What the worker printed (capped), for the instructor's log."""
@@ -341,10 +356,12 @@ class Sandbox:
         if self.lease is not None:
             os.chown(module, self.lease.uid, self.lease.uid)
 
-    def _scratch_quota(self) -> mounts.ScratchQuota:
+    def _scratch_quota(self) -> mounts.ScratchQuota | _NoQuota:
         """The worker's disk quota as the grader measures it: the tmpfs's use where it has one; else
         its scratch folder, and where no layer keeps it there (neither Landlock nor the mount layer),
         what its uid owns in the world-writable folders."""
+        if self._plain is not None:
+            return _NoQuota()
         shared_uid = None
         if self.lease is not None and not self.layers.landlock and not self.layers.mounts:
             shared_uid = self.lease.uid
@@ -386,6 +403,9 @@ class Sandbox:
             if self.lease is not None:
                 isolation.sweep_uid(self.lease.uid, stale_mounts=False)  # its scratch tmpfs stays
             self._write_module()
+        if self._plain is not None:
+            self._spawn_plain()
+            return
         to_worker, from_grader = os.pipe()
         from_worker, to_grader = os.pipe()
         peer_config, peer_fds = self._peer()
@@ -429,13 +449,50 @@ class Sandbox:
         if self.reference is not None:
             self.reference.spawn()  # the reference's worker starts beside this one
 
+    def _spawn_plain(self) -> None:
+        """Start a worker where there is no sandbox: a process of its own whose stdin and stdout are the
+        pipes (the worker moves them aside and prints to the output file), read here by a thread."""
+        if self.reference is not None:
+            raise SandboxError("grading with the reference needs the sandbox (a POSIX system)")
+        config = dict(self._config, read_fd=0, write_fd=1, stdio=True)
+        output = os.open(self.home / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            self._process = subprocess.Popen(
+                [_INTERPRETER, "-P", "-s", "-S", "-u", "-c", _BOOT, str(self.runtime), json.dumps(config)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=output,
+                cwd=self.work,
+                env=_worker_environment(self.work),
+                start_new_session=os.name == "posix",  # a process group of its own, where there are any
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            raise SandboxError(f"the worker process could not be started: {error}") from None
+        finally:
+            os.close(output)
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._reader = self._process.stdout  # type: ignore[assignment]  # buffered, not FileIO: read by _Plain
+        self._writer = self._process.stdin  # type: ignore[assignment]  # written through its descriptor
+        self._plain = _Plain(self._reader)
+        self._buffer = bytearray()
+        self._last_size = 0
+        self.restarts += 1
+        self._spawned = time.monotonic()
+
     def _await_ready(self) -> dict | None:
         """Wait for the spawned worker's hello; a failure answer if it does not come. The import's CPU
         time counts from the worker's own start, its wall time from its spawn: the same bounds whether or
         not the grader waited all along."""
         deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
+        where = ""  # the line of the module the import was at, as the worker last reported it
         try:
             ready = self._receive(deadline, waiting_only=True)
+            # one report per second of CPU time: more than the import may take is no honest worker's (and
+            # messages already waiting are read without a look at the deadline)
+            reports = int(self.limits.import_seconds) + 2
+            while ready is not None and ready.get("op") == "importing" and reports > 0:
+                where, reports = str(ready.get("where", ""))[:200], reports - 1
+                ready = self._receive(deadline, waiting_only=True)
         except _WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
@@ -444,7 +501,7 @@ class Sandbox:
             why = deadline.overrun()
             self._kill("import timed out")
             # no exercise's own timeout: the module never imported, so every call fails with this anyway
-            return failure_answer(f"the module did not finish importing: {why}", timed_out="run")
+            return failure_answer(f"{IMPORT_TIMED_OUT}{why}{where}", timed_out="run")
         if ready.get("op") != "ready":
             self._kill("bad hello")
             return failure_answer("the worker did not start")
@@ -512,6 +569,8 @@ class Sandbox:
     def _read(self, deadline: _Deadline) -> bytes | None:
         """The worker's next bytes (b"" once it has closed its end), or None once the deadline has passed;
         polled for `poll_seconds()` before this process sleeps until they come."""
+        if self._plain is not None:
+            return self._plain.read(deadline)
         fd = self._reader.fileno()
         spin_until = time.perf_counter() + self._poll
         while True:
@@ -553,14 +612,22 @@ class Sandbox:
             return
         self.log.append(why)
         try:
-            os.killpg(process.pid, signal.SIGKILL)
+            if hasattr(os, "killpg"):
+                os.killpg(process.pid, signal.SIGKILL)
+            else:  # Windows: the worker alone (it has no process group)
+                process.kill()
         except (ProcessLookupError, PermissionError):
             pass
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for handle in (self._selector, self._writable, self._reader, self._writer):
+        handles = (
+            (self._reader, self._writer)
+            if self._plain
+            else (self._selector, self._writable, self._reader, self._writer)
+        )
+        for handle in handles:
             try:
                 handle.close()
             except OSError:
@@ -697,6 +764,46 @@ def _shared_byte() -> tuple[int, mmap.mmap]:
     return fd, mmap.mmap(fd, mmap.PAGESIZE)
 
 
+class _Plain:
+    """A plain worker's stdout, read by a thread (Windows cannot wait on a pipe with a timeout): the
+    grader takes its chunks from a queue, waiting at most until the call's deadline."""
+
+    def __init__(self, stream=None):
+        self.chunks: queue.Queue[bytes] = queue.Queue()
+        if stream is not None:
+            threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream) -> None:
+        while True:
+            try:
+                chunk = stream.read1(1 << 20)
+            except (OSError, ValueError):  # closed here when the worker is killed
+                chunk = b""
+            self.chunks.put(chunk)
+            if not chunk:
+                return
+
+    def read(self, deadline: _Deadline) -> bytes | None:
+        while True:
+            try:
+                return self.chunks.get(timeout=max(0.001, deadline.poll_seconds()))
+            except queue.Empty:
+                if deadline.passed():
+                    return None
+
+
+class _NoQuota:
+    """No disk quota (a plain worker: nothing confines it to its scratch folder to measure)."""
+
+    breached = False
+
+    def breach(self, pid: int | None) -> str | None:
+        return None
+
+    def reset(self) -> None:
+        pass
+
+
 class _Deadline:
     """A call's deadline: the worker's own CPU time (so a loaded machine does not fail honest code),
     bounded by a wall-clock limit (for code that sleeps or blocks instead of computing). The CPU time is
@@ -736,6 +843,8 @@ class _Deadline:
         """The worker's CPU time since the call began; until the first reading, all the time that passed
         counts as CPU time (an upper bound, so the budget is never exceeded unnoticed). Not read when the
         call starts: a worker still polling its pipe runs on another CPU, whose clock costs more to read."""
+        if not _CPU_READABLE:  # no CPU clock of another process (Windows): its wall time stands in
+            return time.monotonic() - self.started
         now = _cpu_time(self.pid)
         if self.cpu_start is None:
             self.cpu_start = now - (time.monotonic() - self.started)
@@ -797,6 +906,7 @@ def _cpu_time(pid: int | None) -> float:
 
 
 _PROCESS_CLOCKS = sys.platform.startswith("linux") and hasattr(time, "clock_gettime")
+_CPU_READABLE = _PROCESS_CLOCKS or os.path.isdir("/proc")  # macOS has neither: the wall time then counts
 
 
 class _WorkerDied(Exception):
@@ -891,6 +1001,8 @@ def _worker_environment(work: Path) -> dict[str, str]:
         "HOME": str(work),
         "TMPDIR": str(work),
         "LC_ALL": "C.UTF-8",
+        # Windows: an interpreter cannot start without it
+        **({"SYSTEMROOT": os.environ["SYSTEMROOT"]} if "SYSTEMROOT" in os.environ else {}),
     }
 
 

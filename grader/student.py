@@ -12,18 +12,15 @@ for the rest of the run, so one endless loop costs one timeout per exercise, not
 
 from __future__ import annotations
 
-import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from grader.codec import Codec, dumps, loads
-from grader.layout import MODULE, MODULE_FILE
 from grader.protocol import (
     CallTimedOut,
     Link,
-    SubmissionError,
     failure_answer,
     perform,
     place_call,
@@ -239,17 +236,3 @@ def unanswerable_student(message: str) -> Student:
     student = Student(types.ModuleType("empty"))
     student.link = _Unanswerable(message)
     return student
-
-
-def load_own_module(module_source: str) -> types.ModuleType:
-    """The submission loaded in this process, to decode into when there is no reference (a student's run)."""
-    from grader.worker import load_module
-
-    with tempfile.TemporaryDirectory(prefix="optlab-own-") as folder:  # its file is not needed once run
-        path = Path(folder) / MODULE_FILE
-        path.write_text(module_source, encoding="utf-8")
-        try:
-            return load_module(path, MODULE)
-        except BaseException as exc:  # noqa: BLE001 - the student's own module failed; decode into nothing
-            message = f"your module could not be imported: {type(exc).__name__}: {exc}"
-    raise SubmissionError(message) from None

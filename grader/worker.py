@@ -25,7 +25,7 @@ from pathlib import Path
 from grader.audit import Confinement
 from grader.codec import Codec, CodecError, dumps, loads
 from grader.layout import MODULE
-from grader.protocol import CALL_COUNT, Link, failure_answer, perform, place_call, raise_answer
+from grader.protocol import CALL_COUNT, IMPORT_FAILED, Link, failure_answer, perform, place_call, raise_answer
 
 
 def load_module(path: Path, name: str) -> types.ModuleType:
@@ -83,9 +83,7 @@ class Worker:
         name = str(message.get("function"))
         if self.import_error is not None:
             error = self.import_error
-            return failure_answer(
-                f"the submission could not be imported: {error['type']}: {error['message']}{error['where']}"
-            )
+            return failure_answer(f"{IMPORT_FAILED}{error['type']}: {error['message']}{error['where']}")
         fn = vars(self.module).get(name)
         if not callable(fn):
             if name in self.broken:
@@ -196,8 +194,9 @@ class PipeLink:
 
     def __init__(self, read_fd: int, write_fd: int, limit: int = -1, poll_seconds: float = 0.0):
         self._read_fd = read_fd
-        self._readable = select.poll()
-        self._readable.register(read_fd, select.POLLIN)
+        self._readable = select.poll() if hasattr(select, "poll") else None  # Windows: no poll of a pipe
+        if self._readable is not None:
+            self._readable.register(read_fd, select.POLLIN)
         self._buffer = bytearray()
         self._writer = os.fdopen(write_fd, "wb", buffering=0)
         self._limit = limit  # the longest message read (in bytes); -1: any
@@ -236,7 +235,7 @@ class PipeLink:
     def _chunk(self) -> bytes:
         """The next bytes from the pipe, polled for a while before this process sleeps for them."""
         spin_until = time.perf_counter() + self._poll
-        while not self._readable.poll(0) and time.perf_counter() < spin_until:
+        while self._readable is not None and not self._readable.poll(0) and time.perf_counter() < spin_until:
             pass
         return os.read(self._read_fd, 1 << 16)
 
@@ -340,6 +339,34 @@ def answer_worker(config: dict, grader: PipeLink) -> None:
         requests.post(answer)
 
 
+def _report_where_importing(link: PipeLink, module: Path) -> Callable[[], None]:
+    """After half a second of the import's CPU time, then every second, tell the grader which line of the
+    module it is at (a module that never finishes importing is then named at its line); returns what stops
+    the reports. Where there is no CPU timer (Windows), nothing is reported."""
+    if not hasattr(signal, "setitimer"):
+        return lambda: None
+
+    def report(signum, frame) -> None:
+        while frame is not None and frame.f_code.co_filename != str(module):  # its innermost frame there
+            frame = frame.f_back  # (no source line is read: a frame's number is enough)
+        if frame is not None:
+            try:
+                link.post(
+                    {"op": "importing", "where": f" (line {frame.f_lineno}, in {frame.f_code.co_name})"}
+                )
+            except Exception:  # noqa: BLE001 - a report is a courtesy; the deadline holds without it
+                pass
+
+    signal.signal(signal.SIGPROF, report)
+    signal.setitimer(signal.ITIMER_PROF, 0.5, 1.0)  # within the shortest import budget the tests use (1 s)
+
+    def stop() -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+
+    return stop
+
+
 def serve(config: dict) -> None:
     """The worker process's main loop: confine this process, import the submission, answer each request.
 
@@ -348,6 +375,10 @@ def serve(config: dict) -> None:
     reference_fds (the pipes to the reference's worker) where there is one; a reference's worker has
     answer_fds instead (`answer_worker`).
     """
+    if config.get("stdio"):  # a plain worker (no sandbox): the pipes are stdin and stdout, moved aside
+        config = dict(config, read_fd=os.dup(0), write_fd=os.dup(1))
+        os.dup2(2, 1)  # what the submission prints goes where stderr goes: the output file
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     if config["audit_hook"]:  # a tripwire for honest mistakes; the OS layers are the boundary
         Confinement(config["scratch"], config["read_roots"]).install()
     link = PipeLink(config["read_fd"], config["write_fd"], poll_seconds=config["poll_seconds"])
@@ -357,7 +388,11 @@ def serve(config: dict) -> None:
     pipes = config.get("reference_fds")
     reference = _ReferencePipes(pipes[0], pipes[1], poll_seconds=config["poll_seconds"]) if pipes else None
     module, exercise_of = Path(config["module"]), config["exercise_of"]
-    worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
+    stop_reporting = _report_where_importing(link, module)
+    try:
+        worker = Worker(module, exercise_of, link, config["isolate"], config["broken"], reference)
+    finally:
+        stop_reporting()
     link.post({"op": "ready"})
     while (message := link.receive()) is not None:
         answer = worker.handle(message)

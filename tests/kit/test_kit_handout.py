@@ -4,7 +4,9 @@ test fails on the stubs with its exercise's NotImplementedError, and passes on t
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,8 @@ from grader.cli import main
 from grader.handout import FOLDER, HANDOUT_ZIP, PLUGIN_ENTRY_POINT, handout_leaks, write_handout
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER
+from grader.local import SEPARATOR
+from grader.sandbox import NO_SANDBOX
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -38,9 +42,10 @@ def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
     runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
-    expected |= {"tests/exercises.json", *PLUGIN_ENTRY_POINT}
+    expected |= {"tests/exercises.json", "tests/lab_stubs.py", *PLUGIN_ENTRY_POINT}
     assert set(files) == expected | visible | runner
     assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()
+    assert files["tests/lab_stubs.py"] == files["optimization_toolkit.py"]  # a local run decodes into it
     assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]
     readme = files["README.md"].decode()
     assert "| 6 | Pareto selection |" in readme and "Total: 100 points." in readme
@@ -82,7 +87,13 @@ def hidden_test_renamed() -> bytes:
         ("tests/promises/ex06.toml", b"# every promise, the hidden checks' too\n", "a grading-only file"),
     ],
     ids=[
-        "hidden-file", "solutions-file", "manifest", "grading-module", "reference", "hidden-code", "name",
+        "hidden-file",
+        "solutions-file",
+        "manifest",
+        "grading-module",
+        "reference",
+        "hidden-code",
+        "name",
         "promise-file",
     ],
 )
@@ -188,19 +199,85 @@ def test_the_handout_fails_on_the_stubs_and_passes_on_the_reference(unpacked, tm
     assert {nodeid: message for nodeid, message in on_reference.items() if message} == {}
 
 
-def test_without_a_sandbox_the_handout_calls_in_process(unpacked, tmp_path):
-    """Where the OS has no `resource` module (Windows), the visible tests still run, in this process."""
+# What a Windows Python lacks that a POSIX one has (issue 26, item 2): its modules, and the calls of `os`
+# the handout's path could reach. A sitecustomize removes them from the student's pytest process.
+POSIX_ONLY = ("fcntl", "resource", "pwd", "grp", "termios", "tty", "pty", "posix", "crypt", "syslog")
+WINDOWS_LIKE = """\
+import os, sys
+for name in ("fcntl", "resource", "pwd", "grp", "termios"):
+    sys.modules[name] = None
+for name in ("fork", "setsid", "killpg", "getpgid", "geteuid", "setuid", "setgid", "setgroups", "uname",
+             "statvfs", "memfd_create", "sched_getaffinity"):
+    if hasattr(os, name):
+        delattr(os, name)
+"""
+
+
+def windows_like_run(python: Path, cwd: Path, *args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`python -m pytest ARGS` in `cwd` on a Python without the POSIX-only modules and calls."""
+    site = tmp_path / "windows-like"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(WINDOWS_LIKE)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    return subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:randomly", *args],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+
+
+def test_no_module_of_the_handout_imports_a_posix_only_module_at_load():
+    """Each POSIX-only module is imported where it is used, or guarded (try/except ImportError)."""
+    problems = []
+    for name in HANDOUT_RUNNER:
+        tree = ast.parse((KIT / "grader" / f"{name}.py").read_text(encoding="utf-8"))
+        for node in tree.body:  # statements run at load; a try's guarded imports are not among them
+            for alias in node.names if isinstance(node, ast.Import) else ():
+                if alias.name.split(".")[0] in POSIX_ONLY:
+                    problems.append(f"grader/{name}.py:{node.lineno}: import {alias.name}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in POSIX_ONLY:
+                problems.append(f"grader/{name}.py:{node.lineno}: from {node.module} import ...")
+    assert problems == []  # grader/isolation.py imported fcntl here: the plugin did not load on Windows
+
+
+def test_on_a_windows_like_python_the_handout_gives_its_verdicts_from_a_worker_process(unpacked, tmp_path):
+    """Without fcntl, resource, pwd, grp and termios (and os.fork, os.setsid, os.killpg, os.geteuid...),
+    the plugin loads, says in one line which guarantees it lacks, and calls a worker of its own: the stubs
+    are not started, the reference passes every check, a top-level endless loop ends at the import
+    deadline. (Before: the plugin did not load without fcntl; without resource it called in-process.)"""
     folder, python = unpacked
+    (tmp_path / "windows-like").mkdir()
+    (tmp_path / "windows-like" / "sitecustomize.py").write_text(WINDOWS_LIKE)
+    check = subprocess.run(
+        [str(python), "-c", "import fcntl"], env=dict(os.environ, PYTHONPATH=str(tmp_path / "windows-like")),
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert check.returncode == 1 and "fcntl" in check.stderr  # the simulation holds
+
+    on_stubs = windows_like_run(python, folder, tmp_path=tmp_path)
+    assert on_stubs.returncode == 1, on_stubs.stdout[-3000:] + on_stubs.stderr[-2000:]
+    head = on_stubs.stdout.split("collected", 1)[0]
+    assert "its calls run in a process of its own" in head
+    assert f"optlab: {NO_SANDBOX}" in head and head.count("without") == 1  # the guarantees it lacks, once
+    assert "134 not started" in on_stubs.stdout
+    states = {line.rsplit(SEPARATOR, 1)[-1].split(":")[0] for line in on_stubs.stdout.splitlines()
+              if line[:2].strip().isdigit() and SEPARATOR in line}  # fmt: skip
+    assert states == {"not started"}
+
     solved = tmp_path / "solved"
     shutil.copytree(folder, solved)
     shutil.copy(REFERENCE, solved / "optimization_toolkit.py")
-    windows_like = (
-        "import sys; sys.modules['resource'] = sys.modules['pwd'] = None; import pytest; "
-        "raise SystemExit(pytest.main(['tests/visible/test_ex06_pareto.py', '-p', 'no:randomly']))"
+    on_reference = windows_like_run(python, solved, tmp_path=tmp_path)
+    assert on_reference.returncode == 0, on_reference.stdout[-3000:]
+    assert "134 passed" in on_reference.stdout
+
+    looping = tmp_path / "looping.py"
+    looping.write_text((folder / "optimization_toolkit.py").read_text().replace(
+        "import random\n", "import random\nwhile True: pass\n", 1))  # fmt: skip
+    loop = windows_like_run(
+        python, folder, "tests/visible/test_ex08_softmax.py", f"--submission={looping}", tmp_path=tmp_path
     )
-    run = subprocess.run([str(python), "-c", windows_like], cwd=solved, capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout[-2000:]
-    assert "its calls run in this process" in run.stdout and " passed" in run.stdout
+    assert "Your module did not finish importing at line" in loop.stdout, loop.stdout[-3000:]
+    assert "5 not imported" in loop.stdout
 
 
 def _exercises() -> list[dict]:

@@ -205,10 +205,11 @@ def test_a_syntax_error_is_noted_at_the_top_as_grader_grade_notes_it(folder, tmp
     head = run.stdout.split("collected", 1)[0]
     for note in notes:
         assert f"optlab: {note}" in head
-    assert "AttributeError" not in run.stdout
-    assert "group_advantages() could not be graded: it has a syntax error (line" in run.stdout
-    rows = verdict(run.stdout)
-    assert rows[12][4] == "failing" and rows[12][1] == "0/7"
+    assert "AttributeError" not in run.stdout and "Traceback" not in run.stdout
+    rows = verdict(run.stdout)  # its state says so (was "failing", with a traceback per check)
+    assert (
+        re.fullmatch(r"syntax error: group_advantages\(\) \(line \d+\)", rows[12][4]) and rows[12][1] == "0/7"
+    )
     assert {row[4] for i, row in rows.items() if i != 12} == {"passing"}
 
 
@@ -246,6 +247,61 @@ def test_an_endless_loop_costs_one_timeout_per_exercise(folder, tmp_path):
     assert len(timeouts) == 1, run.stdout[-3000:]
     assert "1 failed, 6 not called" in run.stdout
     assert verdict(run.stdout)[12][4] == "timed out: group_advantages()"
+
+
+# -- a module that never imports (issue 26, item 1) ------------------------------------------------
+
+TOP = "import random\n"  # a statement of the stubs: the top-level lines are put after it
+MODULE, NO_CALL = "optimization_toolkit.py", "No check could call it."
+
+
+def at_top_level(lines: str) -> tuple[str, int]:
+    """The stubs with `lines` run at import time, and the line number of their first line."""
+    source = STUBS.read_text()
+    assert TOP in source
+    before = source.split(TOP, 1)[0] + TOP
+    return before + lines + source[len(before) :], before.count("\n") + 1
+
+
+def never_imported(run: subprocess.CompletedProcess, headline: str) -> None:
+    """One headline above the verdict, every exercise "not imported", no traceback, a short output."""
+    lines = run.stdout.splitlines()
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert [line for line in lines if line.startswith("Your module")] == [headline]
+    rows = verdict(run.stdout)
+    assert sorted(rows) == list(range(1, 21)) and {row[4] for row in rows.values()} == {"not imported"}
+    assert "Traceback" not in run.stdout and "\nE " not in run.stdout
+    assert "134 not imported" in lines[-1]
+    assert len(lines) < 200  # was 5,153 lines for an error; a loop never ended (5,127 lines after Ctrl-C)
+
+
+def test_a_top_level_error_is_one_headline_at_its_line_and_the_verdict(folder, tmp_path):
+    broken = tmp_path / "optimization_toolkit.py"
+    source, line = at_top_level("DEFAULT_LR = learning_rate * 2\n")
+    broken.write_text(source)
+    run = student_run(folder, f"--submission={broken}")
+    why = "NameError: name 'learning_rate' is not defined"
+    never_imported(run, f"Your module could not be imported at line {line} of {MODULE}: {why}. {NO_CALL}")
+
+
+def test_a_top_level_endless_loop_ends_at_the_import_deadline_with_its_line(folder, tmp_path):
+    """The module is imported only in its worker, under grading's import deadline (10 s of CPU time):
+    pytest's own process never runs it, so the run ends (it hung for good before)."""
+    looping = tmp_path / "optimization_toolkit.py"
+    source, line = at_top_level("while True: pass\n")
+    looping.write_text(source)
+    run = student_run(folder, f"--submission={looping}", timeout=300)
+    why = "it used 10 s of CPU time (an endless loop?)"  # the line the worker was at when it ran out
+    never_imported(run, f"Your module did not finish importing at line {line} of {MODULE}: {why}. {NO_CALL}")
+
+
+def test_a_package_that_is_not_there_says_only_the_standard_library_is(folder, tmp_path):
+    numpy = tmp_path / "optimization_toolkit.py"
+    numpy.write_text("import numpy as np\n" + STUBS.read_text())
+    run = student_run(folder, "tests/visible/test_ex08_softmax.py", f"--submission={numpy}")
+    assert "No module named 'numpy' (only Python's standard library is available when your module is " \
+        "graded)" in run.stdout, run.stdout[-2000:]  # fmt: skip
+    assert verdict(run.stdout)[8][4] == "not imported"
 
 
 # -- the spec in the stubs -------------------------------------------------------------------------

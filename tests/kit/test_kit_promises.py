@@ -369,7 +369,7 @@ def test_a_check_names_one_promise_at_most(small_kit, capsys):
     )
     assert main(["--root", str(small_kit), "build"]) == 2
     err = capsys.readouterr().err
-    assert 'test_ex01_double.py:' in err
+    assert "test_ex01_double.py:" in err
     assert ': test_doubles names its promise once, @pytest.mark.promise("function.name")' in err
 
 

@@ -73,6 +73,39 @@ def test_a_module_that_cannot_import_is_not_imported_again(ref):
         student.close()
 
 
+def test_an_import_that_floods_its_progress_reports_is_ended(ref, monkeypatch):
+    """The worker reports the line its import is at once per CPU second; messages already waiting are
+    read without a look at the deadline (a worker started ahead may have said hello long ago), so a
+    module that wrote such reports itself, faster than the grader reads them, would keep the grader
+    reading for good: no more than the import's budget of them is read."""
+    student, sandbox = open_student(ref, "")
+    read = []
+
+    def flood(deadline, waiting_only=False):
+        read.append(1)
+        if len(read) > 1000:
+            raise RuntimeError("the grader kept reading progress reports")
+        return {"op": "importing", "where": " (line 5, in <module>)"}
+
+    try:
+        sandbox.spawn()
+        monkeypatch.setattr(sandbox, "_receive", flood)
+        with pytest.raises(SubmissionError, match="the worker did not start"):
+            student.softmax([0.0])
+        assert len(read) <= LIMITS.import_seconds + 3
+    finally:
+        student.close()
+
+
+def test_a_module_that_never_imports_is_named_at_the_line_it_was_at(ref):
+    student, sandbox = open_student(ref, "def _spin():\n    while True:\n        pass\n_spin()\n")
+    try:
+        with pytest.raises(CallTimedOut, match=r"did not finish importing: .*\(line \d+, in _spin\)"):
+            student.softmax([0.0])
+    finally:
+        student.close()
+
+
 SLOW_IMPORT = """
 import time as _time
 _until = _time.process_time() + 1.5
