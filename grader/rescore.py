@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from grader.inventory import account_for
 from grader.manifest import Manifest
+from grader.promises import inventory_promises
 from grader.results import results_document
 from grader.scoring import score_suites
 from grader.suites import TestRecord
@@ -45,7 +46,8 @@ def rescored(document: Mapping, manifest: Manifest, inventory: Mapping) -> dict 
     records = records_of(document)
     if not records or sorted(r.nodeid for r in records) != sorted(t["nodeid"] for t in inventory["tests"]):
         return None
-    scores = score_suites(manifest, account_for(dict(inventory), records, ""))
+    records = account_for(dict(inventory), records, "")  # each record's promise from the inventory
+    scores = score_suites(manifest, records, promises=inventory_promises(inventory))
     extra = {k: v for k, v in (document.get("extra_data") or {}).items() if k not in _SCORES}
     notes = [str(note) for note in extra.get("notes", [])]
     again = results_document(scores, notes, float(document.get("execution_time", 0.0)), extra)
