@@ -4,6 +4,7 @@ the kit's autograder zip (written once for every test of the Otter packaging), a
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,13 @@ import pytest
 from grader.package import write_autograder
 
 KIT = Path(__file__).resolve().parents[2]
+
+
+def visible_checks() -> int:
+    """How many checks the visible suite holds (the inventory's count: it grows as checks are added)."""
+    tests = json.loads((KIT / "tests" / "inventory.json").read_text())["tests"]
+    return sum(test["suite"] == "visible" for test in tests)
+
 
 TREE_MANIFEST = """\
 [defaults]
