@@ -165,11 +165,12 @@ PAIRLESS = (
 @given(st.sampled_from(PAIRLESS))
 @example(PAIRLESS[3])
 def test_a_prompt_without_pairs_gives_nothing(student, prompt):
-    """A prompt without a "text: " line followed by a "score: " line gives [] (and one with them does not)"""
+    """A prompt without a "text: " line followed by a "score: " line gives [] (and with one such pair
+    after it, that pair alone)"""
     expect_equal(student.parse_opro_prompt(prompt), [], call("parse_opro_prompt", prompt))
     paired = prompt + "\ntext: Solve units\nscore: 0.50"
     got = student.parse_opro_prompt(paired)
-    expect_true(got != [], call("parse_opro_prompt", paired), f"got {got!r}")
+    expect_close(got, [("Solve units", 0.5)], call("parse_opro_prompt", paired), rel=0, abs=1e-12)
 
 
 @pytest.mark.promise("opro_prompt.unchanged")
