@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import expect_equal, expect_pinned, expect_true
@@ -246,6 +246,7 @@ def test_no_demos_from_a_zero_cap_or_an_empty_train(student, lab, reference, see
 @pytest.mark.promise("bootstrap_demos.unchanged")
 @given(seeds, train_specs, program_specs, st.integers(0, 3), st.booleans())
 @example(4, [("A", 0), ("B", 1), ("A", 2)], (["Solve", "units"], ["Solve"], [("A", True)]), 1, False)
+@settings(max_examples=3)  # the @example walks the whole path; a change shows at once
 def test_prog_and_train_are_not_changed(student, reference, lab, seed, tspec, pspec, per_kind, keep_all):
     """prog and train are not changed by the call"""
     _pin(student, reference)

@@ -4,7 +4,7 @@ import math
 import random
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import expect_equal, expect_pinned, expect_true
@@ -176,6 +176,7 @@ def test_rounding_differences_are_ties(student, means, others, seed):
 
 @pytest.mark.promise("ucb_choice.explore")
 @given(stats_lists, seeds, explores)
+@settings(max_examples=4)  # one draw per example: few examples suffice
 def test_explores_below_explore(student, stats, seed, explore):
     """With the surrogate on, rng.random() comes first; below `explore` the pick is rng.randrange(n)"""
     replay = random.Random(seed)
@@ -192,6 +193,7 @@ def test_explores_below_explore(student, stats, seed, explore):
 @pytest.mark.promise("ucb_choice.unchanged")
 @given(stats_lists, seeds, st.booleans(), explores)
 @example([[1.0, 2], [0.0, 0], [2.0, 3]], 3, True, 0.0)
+@settings(max_examples=3)  # the @example walks the whole path; a change shows at once
 def test_stats_are_not_changed(student, reference, stats, seed, surrogate, explore):
     """stats is not changed by the call"""
     _pin(student, reference)
