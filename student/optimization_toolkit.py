@@ -151,7 +151,7 @@ def p_correct(prog, kind, params=ToyParams()):
     every CONFLICTS entry (keyword, kind) whose keyword is among the words; subtract params.length_pen
     per word of that instruction beyond params.free_words (every word counts, repeated ones too), and
     params.demo_len_pen per demo (of any kind) beyond params.free_demos. Finally clip to
-    [params.floor, params.cap]. prog is not changed.
+    [params.floor, params.cap].
     """
     raise NotImplementedError("exercise 1 (mock model accuracy): implement p_correct")
 

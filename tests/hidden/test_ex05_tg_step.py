@@ -36,13 +36,13 @@ def _graph(mod, spec):
 
 def _pin(student, reference):
     """The properties below that a step doing nothing (or clearing the gradients only) satisfies also pin
-    two plain steps (no trailing '.', no tie, every variable with a fresh word): the result and every
-    variable after it."""
+    two plain steps (no trailing '.', no tie, every variable with gradients has a fresh word, the frozen
+    one has none): the result and every variable after it."""
     first = _graph(
         reference,
         [
             ("parse", ("Solve the task", True, ["consider naming: units, dates", "consider naming: units"])),
-            ("answer", ("Solve", False, ["consider naming: ties"])),
+            ("answer", ("Solve", False, [])),
         ],
     )
     second = _graph(
@@ -104,10 +104,16 @@ def test_every_gradient_is_cleared(student, reference, lab, spec):
 @given(graph_specs)
 @example([("parse", ("Solve units", False, ["consider naming: dates"]))])
 def test_frozen_variables_never_change(student, reference, lab, spec):
-    """A variable with requires_grad=False keeps its value and is never listed as changed"""
+    """A variable with requires_grad=False keeps its value and is never listed as changed; no variable's
+    role or requires_grad changes"""
     _pin(student, reference)
     got, graph, what = _step(student, lab, spec)
     for (module, (value, grad, _)), (_, var) in zip(spec, graph, strict=True):
+        expect_equal(
+            (var.role, var.requires_grad),
+            (module, grad),
+            what + f": (role, requires_grad) of {module!r} after",
+        )
         if not grad:
             expect_equal(var.value, value, what + f": the value of the frozen {module!r} after the step")
             expect_true(module not in got, what, f"frozen {module!r} is listed as changed: {got!r}")
