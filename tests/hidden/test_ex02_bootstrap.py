@@ -224,6 +224,7 @@ def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
 @pytest.mark.promise("bootstrap_demos.zero_cap_or_empty")
 @given(seeds, train_specs, program_specs, st.booleans())
 @example(0, [("A", 1), ("A", 2), ("B", 0)], ([], [], []), False)
+@settings(max_examples=4)  # two calls per example; the @example is the plain case
 def test_no_demos_from_a_zero_cap_or_an_empty_train(student, lab, reference, seed, tspec, pspec, keep_all):
     """max_per_kind=0 (with a model that is always right) and an empty train give [], after one rollout
     per example all the same"""

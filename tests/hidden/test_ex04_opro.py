@@ -142,6 +142,7 @@ def _pin(student, reference):
 
 @pytest.mark.promise("opro_prompt.empty_history")
 @given(ks)
+@settings(max_examples=3)  # only k varies
 def test_an_empty_history_gives_the_header_alone(student, reference, k):
     """An empty history gives the first line alone, with no newline (and one entry gives more)"""
     header = reference.opro_prompt([])
