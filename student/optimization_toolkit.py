@@ -144,12 +144,14 @@ def p_correct(prog, kind, params=ToyParams()):
     """The mock model's chance of answering an example of this kind correctly.
 
     Only the instruction of the module that reads this kind counts: m = MODULE_OF[kind], words =
-    prog.words(m). Start at params.base; add params.instr_gain when the kind's rule word RULES[kind] is
+    prog.words(m), the whitespace-separated words as written ("units." or "Units" is not the word
+    "units"). Start at params.base; add params.instr_gain when the kind's rule word RULES[kind] is
     among the words; add params.demo_gain per correct demo of this kind and subtract params.bad_demo_pen
     per wrong one, at most two of each (demos of other kinds do not count here); subtract the penalty of
     every CONFLICTS entry (keyword, kind) whose keyword is among the words; subtract params.length_pen
-    per word of that instruction beyond params.free_words, and params.demo_len_pen per demo (of any kind)
-    beyond params.free_demos. Finally clip to [params.floor, params.cap].
+    per word of that instruction beyond params.free_words (every word counts, repeated ones too), and
+    params.demo_len_pen per demo (of any kind) beyond params.free_demos. Finally clip to
+    [params.floor, params.cap].
     """
     raise NotImplementedError("exercise 1 (mock model accuracy): implement p_correct")
 
@@ -387,7 +389,8 @@ def opro_prompt(history, k=6):
     in history), and keep the last k. The first line is "Here are earlier instructions and their
     scores. Write a new instruction that scores higher."; each kept pair adds the two lines
     "text: <text>" and "score: <score with 2 decimals>". Lines are joined by a newline, with none at the
-    end; an empty history gives the first line alone.
+    end; an empty history gives the first line alone. Each text is one line (no line break in it), each
+    score is in [0, 1], and k >= 1; history is not changed.
     """
     raise NotImplementedError("exercise 4 (OPRO meta-prompt): implement opro_prompt")
 
@@ -396,7 +399,8 @@ def parse_opro_prompt(prompt):
     """Read (text, score) pairs back out of a meta-prompt.
 
     Every "text: <text>" line followed by a "score: <number>" line gives the pair (text, float(number)),
-    in the order they appear; a prompt without such lines gives [].
+    in the order they appear, the text exactly as written after "text: " (spaces and colons kept); a
+    prompt without such lines gives [].
     """
     raise NotImplementedError("exercise 4 (OPRO meta-prompt): implement parse_opro_prompt")
 
@@ -510,8 +514,8 @@ def tg_step(graph):
 
     graph: [(module, TGVar), ...]; each gradient reads "consider naming: w1, w2, ...". For a variable with
     requires_grad and gradients, count how often each word is asked for across all of its gradients; the
-    word added is the most counted one that is not already a word of its value (value.split()), ties
-    alphabetical; the value becomes value.rstrip(".") + " " + word. When every counted word is already
+    word added is the most counted one that is not already a word of its value (value.split(): a value
+    ending in "units." does not name "units"), ties alphabetical; the value becomes value.rstrip(".") + " " + word. When every counted word is already
     there, the value stays. The caller's TGVar objects change in place: every variable's grads is emptied
     (frozen ones and ones that did not change too); a frozen variable's value never changes; role and
     requires_grad stay. Returns a list of the modules whose value changed, in graph order ([] if none).

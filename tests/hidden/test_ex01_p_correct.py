@@ -1,17 +1,29 @@
 """Exercise 1: p_correct (hidden checks: reference comparisons and properties)."""
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from grader.expect import expect_close, expect_pinned, expect_true
+from grader.expect import expect_close, expect_pinned
 
 pytestmark = pytest.mark.exercise(1)
 
 KINDS = ("A", "B", "C", "D", "E", "F")
 RULE_WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties")
 FILLERS = ("Solve", "the", "task", "now", "please", "carefully", "persona", "step")
-WORDS = RULE_WORDS + FILLERS
+# Near-misses of rule words: not whole words equal to one (the words are value.split()).
+NEAR_MISSES = (
+    "units.",
+    "Units",
+    "subunits",
+    "dates,",
+    "DATES",
+    "abbrev:",
+    "ties!",
+    "currency.",
+    "negativesx",
+)
+WORDS = RULE_WORDS + FILLERS + NEAR_MISSES
 FILLER = "please"  # a word that is no rule word and no conflict keyword
 CONFLICT_KEYS = (("negatives", "C"), ("abbrev", "F"))  # the keys of lab.CONFLICTS
 
@@ -63,6 +75,7 @@ def _module_words(lab, kind, own, other):
     return (own, other) if lab.MODULE_OF[kind] == "parse" else (other, own)
 
 
+@pytest.mark.promise("p_correct.formula")
 @given(instruction_words, instruction_words, demo_specs, st.one_of(st.none(), param_specs))
 def test_matches_reference_model(student, lab, reference, parse_words, answer_words, specs, fields):
     """The accuracy of every kind matches the reference model (programs, demos and parameters vary)"""
@@ -82,26 +95,42 @@ def test_matches_reference_model(student, lab, reference, parse_words, answer_wo
     )
 
 
-@given(instruction_words, instruction_words, demo_specs, param_specs)
-def test_result_within_floor_and_cap(student, reference, lab, parse_words, answer_words, specs, fields):
-    """The result always lies within [params.floor, params.cap]"""
-    _pin(student, reference)
+@st.composite
+def clip_bounds(draw):
+    """(floor, cap) with floor <= cap, drawn so that they often bind on the model's values."""
+    floor = draw(st.one_of(st.sampled_from((0.0, 0.35, 0.5, 0.75)), st.floats(0.0, 0.8)))
+    cap = draw(st.one_of(st.sampled_from((floor, 0.35, 0.75, 1.0)), st.floats(floor, 1.0)))
+    return floor, max(floor, cap)
+
+
+@pytest.mark.promise("p_correct.clipped")
+@given(st.sampled_from(KINDS), instruction_words, instruction_words, demo_specs, clip_bounds())
+@example("A", ["units"], ["abbrev"], [("A", True), ("A", True)], (0.35, 0.35))
+@example("B", ["units"] * 12, ["Solve"], [], (0.5, 0.9))
+def test_clipped_to_floor_and_cap(student, lab, kind, parse_words, answer_words, specs, bounds):
+    """The result is the model's value clipped to [params.floor, params.cap] (the same value with floor
+    and cap that never bind, clipped)"""
+    floor, cap = bounds
     prog = _program(lab, parse_words, answer_words, specs)
-    params = lab.ToyParams(**fields)
-    for kind in KINDS:
-        p = student.p_correct(prog, kind, params)
-        expect_true(
-            params.floor - 1e-12 <= p <= params.cap + 1e-12,
-            f"p_correct(prog, {kind!r}, params) = {p!r} is outside [floor, cap]",
-            f"prog = {prog!r}\n  params = {params!r}",
-        )
+    params = lab.ToyParams(floor=floor, cap=cap)
+    raw = student.p_correct(prog, kind, _unclipped(lab))
+    p = student.p_correct(prog, kind, params)
+    expect_close(
+        p,
+        min(cap, max(floor, raw)),
+        f"p_correct(prog, {kind!r}, params), with p_correct(prog, {kind!r}, unclipped params) = {raw!r}\n"
+        f"  prog = {prog!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-12,
+    )
 
 
+@pytest.mark.promise("p_correct.rule_word")
 @given(st.sampled_from(KINDS), instruction_words, instruction_words, demo_specs, st.floats(0.0, 0.6))
 def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
     """Naming the kind's rule word in the kind's module adds exactly instr_gain (before clipping)"""
     rule = lab.RULES[kind]
-    own = [w for w in own if w != rule]
+    own = [w for w in own if w != rule and w not in NEAR_MISSES]  # near-misses: their own check
     params = _unclipped(lab, instr_gain=gain)
     without = _program(lab, *_module_words(lab, kind, own + [FILLER], other), specs)
     with_rule = _program(lab, *_module_words(lab, kind, own + [rule], other), specs)
@@ -117,6 +146,7 @@ def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
     )
 
 
+@pytest.mark.promise("p_correct.demos")
 @given(
     st.sampled_from(KINDS),
     st.integers(0, 5),
@@ -143,13 +173,16 @@ def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad,
     )
 
 
+@pytest.mark.promise("p_correct.conflicts")
 @given(st.sampled_from(CONFLICT_KEYS), instruction_words, instruction_words)
+@example(("negatives", "C"), [], ["negatives", "abbrev"])
+@example(("abbrev", "F"), ["abbrev"], ["Solve"])
 def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
     """A conflicting keyword costs its penalty on its kind only (its own kind still gains)"""
     keyword, hurt = conflict
     pen = lab.CONFLICTS[conflict]
     helped = lab.KIND_OF_WORD[keyword]
-    own = [w for w in own if w != keyword]
+    own = [w for w in own if w != keyword and w not in NEAR_MISSES]  # near-misses: their own check
     params = _unclipped(lab)
     without = _program(lab, *_module_words(lab, hurt, own + [FILLER], other))
     with_kw = _program(lab, *_module_words(lab, hurt, own + [keyword], other))
@@ -166,7 +199,10 @@ def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
         )
 
 
+@pytest.mark.promise("p_correct.length_penalty")
 @given(st.sampled_from(KINDS), instruction_words, st.integers(0, 6), st.integers(0, 12), st.floats(0.0, 0.1))
+@example("A", ["units"] * 9, 1, 10, 0.02)
+@example("D", ["Solve", "abbrev", "abbrev"], 3, 4, 0.05)
 def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extra, free, pen):
     """Every instruction word of the kind's module beyond free_words costs length_pen"""
     params = _unclipped(lab, length_pen=pen, free_words=free)
@@ -185,7 +221,9 @@ def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extr
     )
 
 
+@pytest.mark.promise("p_correct.demo_length_penalty")
 @given(st.sampled_from(KINDS), demo_specs, st.integers(0, 6), st.integers(0, 8), st.floats(0.0, 0.1))
+@example("B", [("B", True), ("B", False)], 2, 3, 0.04)
 def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra, free, pen):
     """Every demo beyond free_demos costs demo_len_pen, whatever its kind"""
     params = _unclipped(lab, demo_len_pen=pen, free_demos=free)
@@ -205,7 +243,10 @@ def test_demo_length_penalty_beyond_free_demos(student, lab, kind, specs, extra,
     )
 
 
+@pytest.mark.promise("p_correct.only_own_module")
 @given(st.sampled_from(KINDS), instruction_words, instruction_words, instruction_words, demo_specs)
+@example("C", ["dates"], ["negatives", "dates"], ["Solve"], [])
+@example("F", ["ties"], ["abbrev", "ties"], ["Solve"], [])
 def test_only_the_kinds_module_matters(student, reference, lab, kind, own, other_a, other_b, specs):
     """Only the instruction of the kind's own module changes its accuracy"""
     _pin(student, reference)
@@ -217,4 +258,36 @@ def test_only_the_kinds_module_matters(student, reference, lab, kind, own, other
         f"p_correct(prog, {kind!r}) changed with the other module's instruction\n  a = {a!r}\n  b = {b!r}",
         rel=1e-12,
         abs=1e-12,
+    )
+
+
+@pytest.mark.promise("p_correct.rule_word_whole_word")
+@given(
+    st.sampled_from(KINDS),
+    instruction_words,
+    st.sampled_from(("{}.", "{},", "{}!", "sub{}", "{}x")),
+    st.booleans(),
+    st.floats(0.1, 0.6),
+)
+@example("A", ["Solve"], "{}.", False, 0.4)
+@example("D", ["Solve"], "{}.", True, 0.4)
+def test_rule_word_counts_only_as_a_whole_word(student, lab, kind, own, shape, upper, gain):
+    """Only the rule word itself, as a whole word of value.split(), adds instr_gain: 'units.', 'Units' or
+    'subunits' do not (each replaces a filler word, so the length penalty is the same)"""
+    rule = lab.RULES[kind]
+    near = rule.capitalize() if upper else shape.format(rule)
+    own = [w for w in own if w.strip(".,:!").lower() != rule and rule not in w]
+    params = _unclipped(lab, instr_gain=gain)
+    progs = {
+        word: _program(lab, *_module_words(lab, kind, own + [word], ["Solve"]))
+        for word in (FILLER, near, rule)
+    }
+    got = {word: student.p_correct(prog, kind, params) for word, prog in progs.items()}
+    expect_close(
+        [got[near] - got[FILLER], got[rule] - got[near]],
+        [0.0, gain],
+        f"[p(with {near!r}) - p(with {FILLER!r}), p(with {rule!r}) - p(with {near!r})], p = p_correct(prog, "
+        f"{kind!r}, params)\n  programs = {list(progs.values())!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
     )

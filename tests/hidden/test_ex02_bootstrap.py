@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import expect_equal, expect_pinned, expect_true
@@ -14,7 +14,12 @@ KINDS = ("A", "B", "C", "D", "E", "F")
 WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties", "Solve", "the", "task.", "step")
 
 seeds = st.integers(0, 2**32 - 1)
-train_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=14)
+# Empty and one-example trains often; kinds repeat (one or two kinds) so that caps fill up.
+train_specs = st.one_of(
+    st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=1),
+    st.lists(st.tuples(st.sampled_from(("A", "D")), st.integers(0, 3)), max_size=10),
+    st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=14),
+)
 program_specs = st.tuples(
     st.lists(st.sampled_from(WORDS), max_size=6),
     st.lists(st.sampled_from(WORDS), max_size=6),
@@ -84,9 +89,10 @@ def _tokens(lab, prog, ex):
 
 
 def _pin(student, reference):
-    """The property below also pins two runs' demos (and rng states): no demos at all satisfies it."""
+    """The properties below also pin two runs' demos (and rng states): no demos at all, or a call that
+    changes nothing, satisfies them. One example per kind: no kind fills up."""
     prog = reference.Program({"parse": "Solve units", "answer": "Solve the task."})
-    train = reference.make_dataset(12, seed=3)
+    train = [reference.Example(i + 7, kind, i % 4) for i, kind in enumerate(KINDS)]
     expect_pinned(
         student,
         reference,
@@ -96,6 +102,7 @@ def _pin(student, reference):
     )
 
 
+@pytest.mark.promise("bootstrap_demos.rollouts_and_rng")
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
 def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec, mspec, per_kind, keep_all):
     """The demos, the rng state and the meter after the call match the reference"""
@@ -129,6 +136,7 @@ def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec,
         )
 
 
+@pytest.mark.promise("bootstrap_demos.passing_within_cap")
 @given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
 def test_keeps_only_passing_traces_within_the_cap_in_order(
     student, reference, lab, seed, tspec, pspec, parspec, per_kind
@@ -152,7 +160,9 @@ def test_keeps_only_passing_traces_within_the_cap_in_order(
         expect_true(n <= per_kind, what, f"{n} demos of kind {kind}, max_per_kind={per_kind}: {got!r}")
 
 
+@pytest.mark.promise("bootstrap_demos.one_rollout_per_example")
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
+@example(1, [("A", 0)] * 5, ([], [], []), {"floor": 1.0, "cap": 1.0}, (2, 7), 1, False)
 def test_one_rollout_per_training_example(
     student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
 ):
@@ -165,7 +175,9 @@ def test_one_rollout_per_training_example(
     expect_equal((meter.rollouts, meter.tokens), want, what + ": (meter.rollouts, meter.tokens) after")
 
 
+@pytest.mark.promise("bootstrap_demos.keep_all")
 @given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+@example(2, [("A", 0)] * 5 + [("D", 1)] * 2, ([], [], []), {"base": 0.5, "floor": 0.0, "cap": 1.0}, 2)
 def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspec, pspec, parspec, per_kind):
     """With keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, True)
@@ -185,6 +197,7 @@ def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspe
         )
 
 
+@pytest.mark.promise("bootstrap_demos.passing_within_cap")
 @given(seeds, train_specs, st.integers(0, 3))
 def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
     """When every rollout passes, the demos are the first examples of each kind with their answers, and
@@ -205,4 +218,46 @@ def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
         rng.getstate() == replay.getstate(),
         what,
         f"the rng should have drawn exactly {len(train)} random() values (one per rollout)",
+    )
+
+
+@pytest.mark.promise("bootstrap_demos.zero_cap_or_empty")
+@given(seeds, train_specs, program_specs, st.booleans())
+@example(0, [("A", 1), ("A", 2), ("B", 0)], ([], [], []), False)
+@settings(max_examples=4)  # two calls per example; the @example is the plain case
+def test_no_demos_from_a_zero_cap_or_an_empty_train(student, lab, reference, seed, tspec, pspec, keep_all):
+    """max_per_kind=0 (with a model that is always right) and an empty train give [], after one rollout
+    per example all the same"""
+    params = {"floor": 1.0, "cap": 1.0}
+    for spec, per_kind in ((tspec, 0), ([], 2)):
+        got, rng, meter, train, _, what = _run(
+            student, lab, seed, spec, pspec, params, (0, 0), per_kind, keep_all
+        )
+        replay = random.Random(seed)
+        for _ in train:
+            replay.random()
+        expect_equal(got, [], what)
+        expect_true(
+            meter.rollouts == len(train) and rng.getstate() == replay.getstate(),
+            what,
+            f"{len(train)} rollouts (one random() each) should still be made: meter {meter!r}",
+        )
+
+
+@pytest.mark.promise("bootstrap_demos.unchanged")
+@given(seeds, train_specs, program_specs, st.integers(0, 3), st.booleans())
+@example(4, [("A", 0), ("B", 1), ("A", 2)], (["Solve", "units"], ["Solve"], [("A", True)]), 1, False)
+@settings(max_examples=3)  # the @example walks the whole path; a change shows at once
+def test_prog_and_train_are_not_changed(student, reference, lab, seed, tspec, pspec, per_kind, keep_all):
+    """prog and train are not changed by the call"""
+    _pin(student, reference)
+    train, prog = _train(lab, tspec), _program(lab, pspec)
+    before = (list(train), dict(prog.instructions), prog.demos)
+    what = _what(prog, train, seed, None, None, per_kind, keep_all)
+    student.bootstrap_demos(prog, train, random.Random(seed), max_per_kind=per_kind, keep_all=keep_all)
+    changed = [name for name in ("0", "1", "prog", "train") if name in student.last_changed]
+    expect_true(
+        (list(train), dict(prog.instructions), prog.demos) == before and not changed,
+        what,
+        f"the call changed its arguments {changed or '(prog or train)'}",
     )

@@ -1,7 +1,7 @@
 """Exercise 5: tg_step (hidden checks: reference comparisons and properties)."""
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from grader.expect import expect_equal, expect_pinned, expect_true
@@ -15,10 +15,12 @@ FILLERS = ("Solve", "the", "step", "now")
 gradients = st.lists(st.sampled_from(RULE_WORDS), min_size=1, max_size=4, unique=True).map(
     lambda ws: "consider naming: " + ", ".join(ws)
 )
-# A value: one or more words, maybe ending in "task." (a trailing '.' never sits on a rule word).
+# A value: one or more words, maybe ending in "task." or in a '.' on its last word (a rule word too:
+# "Solve units." does not name "units", as its words are value.split()).
 values = st.tuples(
-    st.lists(st.sampled_from(RULE_WORDS + FILLERS), min_size=1, max_size=5), st.booleans()
-).map(lambda t: " ".join(t[0] + (["task."] if t[1] else [])))
+    st.lists(st.sampled_from(RULE_WORDS + FILLERS), min_size=1, max_size=5),
+    st.sampled_from(("", "task.", ".")),
+).map(lambda t: " ".join(t[0] + [t[1]]) if t[1] == "task." else " ".join(t[0]) + t[1])
 var_specs = st.tuples(values, st.booleans(), st.lists(gradients, max_size=4))
 graph_specs = st.lists(
     st.tuples(st.sampled_from(("parse", "answer", "plan", "check", "route")), var_specs),
@@ -33,20 +35,21 @@ def _graph(mod, spec):
 
 
 def _pin(student, reference):
-    """Each property below also pins two steps (the result and every variable after it): doing nothing, or
-    clearing the gradients only, satisfies most of them."""
+    """The properties below that a step doing nothing (or clearing the gradients only) satisfies also pin
+    two plain steps (no trailing '.', no tie, every variable with gradients has a fresh word, the frozen
+    one has none): the result and every variable after it."""
     first = _graph(
         reference,
         [
-            ("parse", ("Solve the task.", True, ["consider naming: units, dates", "consider naming: units"])),
-            ("answer", ("Solve", False, ["consider naming: ties"])),
+            ("parse", ("Solve the task", True, ["consider naming: units, dates", "consider naming: units"])),
+            ("answer", ("Solve", False, [])),
         ],
     )
     second = _graph(
         reference,
         [
-            ("answer", ("Solve", True, ["consider naming: ties, abbrev"])),
-            ("parse", ("Solve units", True, ["consider naming: units"])),
+            ("answer", ("Solve", True, ["consider naming: ties, abbrev", "consider naming: abbrev"])),
+            ("parse", ("Solve units", True, ["consider naming: dates, units"])),
         ],
     )
     expect_pinned(student, reference, "tg_step", (first,), (second,))
@@ -72,6 +75,7 @@ def _top_fresh(value, grads):
     return fresh[0] if fresh else None
 
 
+@pytest.mark.promise("tg_step.most_asked_word")
 @given(graph_specs)
 def test_matches_reference(student, lab, reference, spec):
     """The modules returned and every variable after the step match the reference"""
@@ -84,7 +88,9 @@ def test_matches_reference(student, lab, reference, spec):
     )
 
 
+@pytest.mark.promise("tg_step.gradients_cleared")
 @given(graph_specs)
+@example([("parse", ("Solve units", False, ["consider naming: dates"])), ("answer", ("Solve", True, []))])
 def test_every_gradient_is_cleared(student, reference, lab, spec):
     """After a step no variable has gradients left, whether it changed or not"""
     _pin(student, reference)
@@ -94,18 +100,30 @@ def test_every_gradient_is_cleared(student, reference, lab, spec):
     )
 
 
+@pytest.mark.promise("tg_step.frozen_unchanged")
 @given(graph_specs)
+@example([("parse", ("Solve units", False, ["consider naming: dates"]))])
 def test_frozen_variables_never_change(student, reference, lab, spec):
-    """A variable with requires_grad=False keeps its value and is never listed as changed"""
+    """A variable with requires_grad=False keeps its value and is never listed as changed; no variable's
+    role or requires_grad changes"""
     _pin(student, reference)
     got, graph, what = _step(student, lab, spec)
     for (module, (value, grad, _)), (_, var) in zip(spec, graph, strict=True):
+        expect_equal(
+            (var.role, var.requires_grad),
+            (module, grad),
+            what + f": (role, requires_grad) of {module!r} after",
+        )
         if not grad:
             expect_equal(var.value, value, what + f": the value of the frozen {module!r} after the step")
             expect_true(module not in got, what, f"frozen {module!r} is listed as changed: {got!r}")
 
 
+@pytest.mark.promise("tg_step.most_asked_word")
 @given(graph_specs)
+@example(
+    [("answer", ("Solve the task.", True, ["consider naming: ties, abbrev", "consider naming: currency"]))]
+)
 def test_adds_the_most_asked_fresh_word(student, lab, spec):
     """A variable that may change gets its most-asked word not yet in its value (ties alphabetical), its
     trailing '.' stripped and one space before the word; the caller's TGVar objects change"""
@@ -119,6 +137,7 @@ def test_adds_the_most_asked_fresh_word(student, lab, spec):
         expect_equal(var.value, want, what + f": the value of {module!r} after the step")
 
 
+@pytest.mark.promise("tg_step.returns_changed")
 @given(graph_specs)
 def test_returns_the_changed_modules_in_graph_order(student, reference, lab, spec):
     """The result lists exactly the modules whose value changed, in graph order"""
@@ -147,6 +166,7 @@ def satisfied_vars(draw):
     return value, grads
 
 
+@pytest.mark.promise("tg_step.no_fresh_word")
 @given(graph_specs, satisfied_vars(), st.integers(0, 4))
 def test_no_fresh_word_no_change(student, lab, spec, satisfied, where):
     """A variable whose asked words are all in its value keeps its value and is not listed as changed"""
@@ -157,3 +177,19 @@ def test_no_fresh_word_no_change(student, lab, spec, satisfied, where):
     var = dict(graph)[module]
     expect_equal((var.value, var.grads), (value, []), what + f": (value, grads) of {module!r} after the step")
     expect_true(module not in got, what, f"{module!r} did not change but is listed: {got!r}")
+
+
+@pytest.mark.promise("tg_step.fresh_word_is_whole_word")
+@given(graph_specs, st.sampled_from(RULE_WORDS), st.sampled_from(FILLERS), st.integers(0, 4))
+@example([("parse", ("Solve", False, []))], "units", "Solve", 1)
+def test_a_word_with_a_period_is_not_the_word(student, lab, spec, word, filler, where):
+    """A value ending in 'units.' does not name 'units' (its words are value.split()): asked for, 'units'
+    is added after the '.' is stripped, and the module is listed as changed"""
+    value = f"{filler} {word}."
+    module = "extra"
+    spec = spec[:where] + [(module, (value, True, [f"consider naming: {word}"]))] + spec[where:]
+    got, graph, what = _step(student, lab, spec)
+    expect_equal(
+        dict(graph)[module].value, f"{filler} {word} {word}", what + f": the value of {module!r} after"
+    )
+    expect_true(module in got, what, f"{module!r} changed but is not listed: {got!r}")

@@ -34,6 +34,7 @@ def _check_all_kinds(student, prog, want, params=None):
     )
 
 
+@pytest.mark.promise("p_correct.formula")
 def test_plain_program_gets_the_base_rate(student, lab):
     """No rule word, no demos, a short instruction: every kind gets params.base = 0.35 (0.5 with
     ToyParams(base=0.5))."""
@@ -41,6 +42,7 @@ def test_plain_program_gets_the_base_rate(student, lab):
     _check_all_kinds(student, _program(lab), {kind: 0.5 for kind in KINDS}, lab.ToyParams(base=0.5))
 
 
+@pytest.mark.promise("p_correct.rule_word")
 def test_rule_word_helps_only_its_kind_in_its_module(student, lab):
     """'units' (rule of A) in the parse module adds 0.40 to A only; 'abbrev' (rule of D) does nothing in
     the parse module, because D is read by the answer module."""
@@ -49,6 +51,7 @@ def test_rule_word_helps_only_its_kind_in_its_module(student, lab):
     _check_all_kinds(student, prog, want)
 
 
+@pytest.mark.promise("p_correct.demos")
 def test_demos_of_the_kind_count_at_most_two(student, lab):
     """Good demos of the kind add 0.10 each and wrong ones cost 0.10 each, at most two of each count;
     demos of other kinds do not matter (six demos: no context penalty yet)."""
@@ -72,6 +75,7 @@ def test_demos_of_the_kind_count_at_most_two(student, lab):
     _check_all_kinds(student, _program(lab, demos=demos), want)
 
 
+@pytest.mark.promise("p_correct.conflicts")
 def test_conflicting_keywords_cost_their_penalty(student, lab):
     """CONFLICTS: 'negatives' in the parse instruction costs kind C 0.30, 'abbrev' in the answer
     instruction costs kind F 0.25; the same words still help their own kinds (B and D)."""
@@ -81,6 +85,7 @@ def test_conflicting_keywords_cost_their_penalty(student, lab):
     _check_all_kinds(student, prog, want)
 
 
+@pytest.mark.promise("p_correct.length_penalty")
 def test_long_instructions_and_many_demos_are_penalized(student, lab):
     """A 12-word parse instruction costs its kinds 2 * 0.02; 8 demos cost every kind 2 * 0.01."""
     prog = _program(
@@ -98,6 +103,7 @@ def test_long_instructions_and_many_demos_are_penalized(student, lab):
     _check_all_kinds(student, prog, want)
 
 
+@pytest.mark.promise("p_correct.clipped")
 def test_clipping_and_custom_params(student, lab):
     """The result is clipped to [params.floor, params.cap], and every field of ToyParams is used."""
     prog = _program(lab, parse="Solve units abbrev")

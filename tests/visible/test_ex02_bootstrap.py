@@ -50,6 +50,7 @@ def _what(prog, train, seed, args="", **kw):
     )
 
 
+@pytest.mark.promise("bootstrap_demos.passing_within_cap")
 def test_keeps_passing_traces_in_training_order(student, lab):
     """Seed 23: the rollouts on ids 10..19 pass as 0 0 1 1 1 0 1 1 1 0; id 17 (a third passing A) is
     dropped by max_per_kind=2. Ten rollouts charged, 6 * 27 + 4 * 29 = 278 tokens."""
@@ -69,6 +70,7 @@ def test_keeps_passing_traces_in_training_order(student, lab):
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
+@pytest.mark.promise("bootstrap_demos.passing_within_cap")
 def test_max_per_kind(student, lab):
     """Seed 23 again, max_per_kind=1: the first passing trace of each kind only."""
     prog, train, rng, meter = _program(lab), _train(lab), random.Random(23), lab.Meter()
@@ -80,6 +82,7 @@ def test_max_per_kind(student, lab):
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
+@pytest.mark.promise("bootstrap_demos.keep_all")
 def test_keep_all_keeps_failing_traces(student, lab):
     """keep_all=True skips the filter: failing traces are kept too, with their wrong output and
     correct=False; max_per_kind still applies (ids 14, 17, 19 are third or later of their kind)."""
@@ -100,6 +103,7 @@ def test_keep_all_keeps_failing_traces(student, lab):
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
+@pytest.mark.promise("bootstrap_demos.rollouts_and_rng")
 def test_a_model_that_is_always_right(student, lab):
     """ToyParams(floor=1.0, cap=1.0) makes every rollout pass: the demos are the first two examples of
     each kind, with their answers; each rollout draws one rng.random() and nothing else."""
@@ -122,6 +126,7 @@ def test_a_model_that_is_always_right(student, lab):
     expect_equal(rng.random(), 0.09412345622921847, what + ": rng.random() after the call")
 
 
+@pytest.mark.promise("bootstrap_demos.one_rollout_per_example")
 def test_a_model_that_is_never_right(student, lab):
     """ToyParams(floor=0.0, cap=0.0) makes every rollout fail: no demos, but still one rollout (and its
     tokens) per training example; with keep_all the failures come back with correct=False."""

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.exercise(4)
 HEADER = "Here are earlier instructions and their scores. Write a new instruction that scores higher."
 
 
+@pytest.mark.promise("opro_prompt.format")
 def test_prompt_lists_instructions_ascending(student):
     """Three instructions, sorted by score; 0.456 is shown as 0.46, 0.5 as 0.50, 0.8125 as 0.81 (and two
     more)."""
@@ -37,6 +38,7 @@ def test_prompt_lists_instructions_ascending(student):
     expect_equal(student.opro_prompt(history, k=10), want, call("opro_prompt", history, k=10))
 
 
+@pytest.mark.promise("opro_prompt.top_k")
 def test_prompt_keeps_only_the_top_k(student):
     """k=3 of eight: the three best (0.70, 0.80, 0.90), best last."""
     history = [("a", 0.1), ("b", 0.9), ("c", 0.3), ("d", 0.7), ("e", 0.5), ("f", 0.2), ("g", 0.8), ("h", 0.4)]
@@ -44,6 +46,7 @@ def test_prompt_keeps_only_the_top_k(student):
     expect_equal(student.opro_prompt(history, k=3), want, call("opro_prompt", history, k=3))
 
 
+@pytest.mark.promise("opro_prompt.stable_ties")
 def test_prompt_equal_scores_keep_history_order(student):
     """A stable ascending sort, then the last k: of the three 0.5s, 'first' comes before 'third' and
     'fourth' (as in the history), and 'second' (0.25) is cut."""
@@ -54,11 +57,13 @@ def test_prompt_equal_scores_keep_history_order(student):
     expect_equal(student.opro_prompt(history, k=3), want, call("opro_prompt", history, k=3))
 
 
+@pytest.mark.promise("opro_prompt.empty_history")
 def test_prompt_of_an_empty_history_is_the_header(student):
     """No history: only the header line."""
     expect_equal(student.opro_prompt([]), HEADER, call("opro_prompt", []))
 
 
+@pytest.mark.promise("parse_opro_prompt.pairs")
 def test_parse_reads_the_pairs_back(student):
     """parse_opro_prompt returns the (text, score) pairs in the order they appear, scores as floats;
     a prompt with no pairs gives an empty list."""
@@ -71,6 +76,7 @@ def test_parse_reads_the_pairs_back(student):
     expect_close(student.parse_opro_prompt(HEADER), [], call("parse_opro_prompt", HEADER))
 
 
+@pytest.mark.promise("parse_opro_prompt.pairs")
 def test_round_trip(student):
     """parse_opro_prompt(opro_prompt(history)) gives the top-k pairs ascending, scores rounded to 2
     decimals."""

@@ -24,6 +24,7 @@ def _step(student, graph):
     return student.tg_step(graph), what
 
 
+@pytest.mark.promise("tg_step.most_asked_word")
 def test_adds_the_most_asked_word(student, lab):
     """'units' is asked for twice (across both gradients), 'dates' once: 'units' is added, the trailing
     '.' goes; in the answer module 'abbrev' and 'ties' are tied and 'abbrev' comes first."""
@@ -43,6 +44,7 @@ def test_adds_the_most_asked_word(student, lab):
     expect_equal([parse.grads, answer.grads], [[], []], what + ": the gradients after the step")
 
 
+@pytest.mark.promise("tg_step.most_asked_word")
 def test_skips_words_already_in_the_value(student, lab):
     """'currency' is asked most but already named, so 'ties' is added; 'Solve.' becomes 'Solve units'.
     The result follows the graph's order (answer first here)."""
@@ -60,6 +62,7 @@ def test_skips_words_already_in_the_value(student, lab):
     )
 
 
+@pytest.mark.promise("tg_step.frozen_unchanged")
 def test_frozen_variables_and_no_fresh_word(student, lab):
     """requires_grad=False: the value never changes (its gradients are still cleared). A variable whose
     asked words are all in its value does not change and is not listed."""
@@ -84,6 +87,7 @@ def test_frozen_variables_and_no_fresh_word(student, lab):
     )
 
 
+@pytest.mark.promise("tg_step.most_asked_word")
 def test_counts_across_all_gradients(student, lab):
     """'abbrev' is asked in three gradients, 'currency' in two, 'ties' in one (the first word of the first
     gradient is not what counts). A variable with no gradients does not change."""
