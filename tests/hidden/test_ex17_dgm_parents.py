@@ -361,7 +361,7 @@ def test_dgm_draws_follow_the_normalised_weights(student, reference, lab):
     )
     weights = own_weights(student, reference, archive)
     probs = [w / sum(weights) for w in weights]
-    rng, n = random.Random(2), 250
+    rng, n = random.Random(2), 120
     counts = [0] * len(archive)
     for _ in range(n):
         counts[archive.index(student.choose_parent(archive, rng, "dgm"))] += 1

@@ -359,7 +359,7 @@ def test_the_loop_starts_from_the_start_repo(student, lab, s, actions, guard):
 
 
 @pytest.mark.promise("autoresearch.rng")
-@given(st.integers(0, 12), seed, st.lists(action, min_size=1, max_size=6), st.booleans())
+@given(st.integers(0, 8), seed, st.lists(action, min_size=1, max_size=4), st.booleans())
 def test_the_rng_goes_only_to_the_proposer(student, lab, n, s, actions, guard):
     """autoresearch draws nothing itself: after the run the rng is where the proposer's own draws left it
     (a proposer that draws one number a step, whatever it proposes)."""
