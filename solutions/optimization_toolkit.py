@@ -1180,7 +1180,9 @@ def exact_kl(p, q):
     """KL(p || q) for two probability lists.
 
     The sum over i of p_i * ln(p_i / q_i) (natural logarithm), skipping the terms where p_i == 0 (0 ln 0
-    counts as 0). The order matters: exact_kl(q, p) is KL(q || p).
+    counts as 0), also where q_i == 0 too; every other term counts as it is, however small p_i or q_i (no
+    smoothing). The lists have the same length, with q_i > 0 wherever p_i > 0. The order matters:
+    exact_kl(q, p) is KL(q || p).
     """
     return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0)
 
@@ -1283,10 +1285,10 @@ def dgm_weights(archive, lam=10.0, alpha0=0.5):
     children, because only functioning variants are archived here.
 
     archive: a list of AgentVariant. sigmoid(x) = 1 / (1 + exp(-x)). n_i counts the variants of the
-    archive whose parent equals variant i's id (by id, not by position; a parent id that is no variant's
-    counts for nobody), so a variant's weight halves with its first child. Returns a new list of floats,
-    one per variant in archive order, not normalised (dgm_parent_probs does that); lam and alpha0 may be
-    given by keyword. The archive is not changed.
+    archive whose parent equals variant i's id (by id, not by position, wherever the child stands in the
+    archive; a parent id that is no variant's counts for nobody), so a variant's weight halves with its
+    first child. Returns a new list of floats, one per variant in archive order, not normalised
+    (dgm_parent_probs does that); lam and alpha0 may be given by keyword. The archive is not changed.
     """
     out = []
     for a in archive:
@@ -1322,7 +1324,8 @@ def choose_parent(archive, rng, mode):
       (max by (score, id)); it draws no random numbers;
     - "uniform": rng.choice(archive), one draw.
 
-    The rng must be left as exactly these calls leave it. Any other mode raises ValueError.
+    The rng must be left as exactly these calls leave it, also for an archive of one variant. Any other
+    mode (the names are case-sensitive) raises ValueError.
     """
     if mode == "dgm":
         return rng.choices(archive, dgm_weights(archive))[0]
@@ -1403,7 +1406,8 @@ def start_repo():
 
 def file_hash(text):
     """The SHA-256 hex digest (64 lowercase hex characters) of `text` encoded as UTF-8:
-    hashlib.sha256(text.encode()).hexdigest().
+    hashlib.sha256(text.encode()).hexdigest(). The text is hashed exactly as given: line endings (CRLF or
+    LF) and whitespace are not normalised.
     """
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -1412,7 +1416,8 @@ def guard_ok(files, locked):
     """locked: {filename: sha256}. The guard passes only if every locked file is byte-identical.
 
     files: {filename: text}. Returns True when every filename of `locked` is in `files` and file_hash of its
-    text equals the locked digest; files that are not locked do not matter, and an empty lock set passes.
+    text equals that file's own locked digest (a locked file copied over another locked file fails); files
+    that are not locked do not matter, and an empty lock set passes.
     A locked file that is missing from `files` (deleted or renamed) fails the guard: False, not KeyError.
     Neither argument is changed.
     """
@@ -1463,8 +1468,9 @@ def autoresearch(iters, rng, proposer=honest_proposer, guard=True):
     with the files kept so far, for (candidate, what). With guard on, a candidate that fails guard_ok is
     logged (i, what, None, "blocked: locked file changed") and counted as blocked. Otherwise
     r = reported_loss(candidate); if r < best - 1e-12 the candidate is kept, (i, what, r, "keep"), else
-    (i, what, r, "discard"). Returns AutoResult(files kept, log, best reported loss, true_loss of the kept
-    train.py's parameters, number blocked).
+    (i, what, r, "discard"): an improvement of 1e-12 or less is discarded. autoresearch draws no random
+    numbers itself (the rng goes only to the proposer). Returns AutoResult(files kept, log, best reported
+    loss, true_loss of the kept train.py's parameters, number blocked).
     """
     files = start_repo()
     locked = {f: file_hash(files[f]) for f in ("eval.py", "program.md")}
@@ -1577,7 +1583,8 @@ def breakeven_calls(a, b, error_cost=0.10):
     a and b are plans as plan_none and the like give them (dicts with "fixed", "per_call" and "acc"). A
     plan's effective cost per call is per_call + (1 - acc) * error_cost, with the error_cost argument
     (not the inputs' own). None when b's effective cost per call is not lower than a's (equal
-    included); otherwise max(0.0, (b fixed - a fixed) / (a's effective cost - b's effective cost)).
+    included); otherwise max(0.0, (b fixed - a fixed) / (a's effective cost - b's effective cost)), a float
+    not rounded to whole calls.
     """
     ea = a["per_call"] + (1.0 - a["acc"]) * error_cost
     eb = b["per_call"] + (1.0 - b["acc"]) * error_cost
@@ -1598,7 +1605,8 @@ def cheapest(c):
     """The option with the lowest total cost including the cost of wrong answers.
 
     Returns (name, opts): opts is options(c), {name: plan} with "none" and "prompt", and "weights" and
-    "both" when c.can_finetune; name is the key of opts with the lowest "total_with_errors".
+    "both" when c.can_finetune; name is the key of opts with the lowest "total_with_errors" (either of a
+    tie).
     """
     opts = options(c)
     return min(opts, key=lambda k: opts[k]["total_with_errors"]), opts

@@ -4,15 +4,20 @@ change, missing or renamed locked files, changes to unlocked files and the empty
 import hashlib
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_equal, expect_true
 
 pytestmark = pytest.mark.exercise(18)
 
-# Any text that has a UTF-8 encoding (no lone surrogates).
-text = st.text(st.characters(codec="utf-8"), max_size=60)
+# Any text that has a UTF-8 encoding (no lone surrogates), often with line endings of both kinds, stray
+# carriage returns, trailing spaces and characters whose Latin-1 bytes are no UTF-8 (U+0080..U+00FF).
+piece = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=8),
+    st.sampled_from(["\r\n", "\n", "\r", " ", "\t", "é", "\x80", "ÿ", "✓", "scale=1", "offset=0"]),
+)
+text = st.one_of(st.text(st.characters(codec="utf-8"), max_size=60), st.lists(piece, max_size=8).map("".join))
 nonempty = st.text(st.characters(codec="utf-8"), min_size=1, max_size=60)
 name = st.text("abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=10)
 
@@ -54,12 +59,14 @@ def _pin(student, reference):
         expect_true(files == before, call("guard_ok", before, locked), f"the files became {files!r}")
 
 
+@pytest.mark.promise("file_hash.sha256_hex")
 @given(text)
 def test_file_hash_is_the_sha256_hex_digest_of_the_utf8_text(student, t):
     """file_hash is the SHA-256 hex digest of the text encoded as UTF-8."""
     expect_equal(student.file_hash(t), sha(t), call("file_hash", t))
 
 
+@pytest.mark.promise("guard_ok.passes_unchanged")
 @given(repos(min_locked=0))
 def test_guard_passes_for_unchanged_files(student, reference, repo):
     """The guard passes when every locked file is present and unchanged."""
@@ -68,6 +75,7 @@ def test_guard_passes_for_unchanged_files(student, reference, repo):
     expect_verdict(student.guard_ok(dict(files), locked), True, call("guard_ok", files, locked))
 
 
+@pytest.mark.promise("guard_ok.fails_on_change")
 @given(repos(), st.data())
 def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, reference, repo, data):
     """Changing one character of one locked file fails the guard, whichever character and position."""
@@ -84,6 +92,7 @@ def test_guard_fails_for_any_one_character_change_of_a_locked_file(student, refe
     expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
 
 
+@pytest.mark.promise("guard_ok.fails_on_change")
 @given(repos(), st.data())
 def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, reference, repo, data):
     """Inserting or deleting one character of a locked file fails the guard."""
@@ -101,16 +110,20 @@ def test_guard_fails_when_a_locked_file_grows_or_shrinks(student, reference, rep
     expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
 
 
+@pytest.mark.promise("guard_ok.missing_fails")
 @given(repos(), st.data())
+@example(({"eval.py": "", "train.py": "lr=1\n"}, {"eval.py": sha("")}), None)  # a deleted EMPTY locked file
 def test_guard_fails_when_a_locked_file_is_missing(student, reference, repo, data):
     """A missing locked file fails the guard (False, not an exception)."""
     _pin(student, reference)
     files, locked = repo
-    target = data.draw(st.sampled_from(sorted(locked)))
+    files = dict(files)
+    target = data.draw(st.sampled_from(sorted(locked))) if data is not None else sorted(locked)[0]
     del files[target]
     expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))
 
 
+@pytest.mark.promise("guard_ok.missing_fails")
 @given(repos(), st.data())
 def test_guard_fails_when_a_locked_file_is_renamed(student, reference, repo, data):
     """Renaming a locked file, with the same text, fails the guard."""
@@ -122,6 +135,7 @@ def test_guard_fails_when_a_locked_file_is_renamed(student, reference, repo, dat
     expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))
 
 
+@pytest.mark.promise("guard_ok.unlocked_ignored")
 @given(repos(), st.data())
 def test_guard_ignores_changes_to_unlocked_files(student, reference, repo, data):
     """Changing, adding or removing files that are not locked leaves the guard passing."""
@@ -138,6 +152,7 @@ def test_guard_ignores_changes_to_unlocked_files(student, reference, repo, data)
     expect_verdict(student.guard_ok(files, locked), True, call("guard_ok", files, locked))
 
 
+@pytest.mark.promise("guard_ok.empty_lock_passes")
 @given(st.dictionaries(name, text, max_size=4))
 def test_guard_with_an_empty_lock_set_passes(student, reference, files):
     """With no locked files the guard passes, whatever the files."""
@@ -145,20 +160,29 @@ def test_guard_with_an_empty_lock_set_passes(student, reference, files):
     expect_verdict(student.guard_ok(files, {}), True, call("guard_ok", files, {}))
 
 
-@given(repos())
-def test_guard_does_not_change_its_arguments(student, reference, repo):
-    """guard_ok leaves the files and the lock set as they were."""
+@pytest.mark.promise("guard_ok.arguments_unchanged")
+@given(repos(), st.data())
+def test_guard_does_not_change_its_arguments(student, reference, repo, data):
+    """guard_ok leaves the files and the lock set as they were, whether it passes or fails (a locked
+    file changed, or missing)."""
     _pin(student, reference)
     files, locked = repo
+    how = data.draw(st.sampled_from(["same", "changed", "missing"]))
+    target = sorted(locked)[0]
+    if how == "changed":
+        files[target] += "#"
+    elif how == "missing":
+        del files[target]
     files_copy, locked_copy = dict(files), dict(locked)
     student.guard_ok(files, locked)
     expect_true(
-        files == files_copy and locked == locked_copy,
+        files == files_copy and locked == locked_copy and not student.last_changed,
         "guard_ok changed its arguments",
-        f"{call('guard_ok', files_copy, locked_copy)} left files={files!r}, locked={locked!r}",
+        f"{call('guard_ok', files_copy, locked_copy)} changed argument(s) {student.last_changed or '?'}",
     )
 
 
+@pytest.mark.promise("guard_ok.fails_on_change")
 def test_guard_fails_when_any_one_of_several_locked_files_changes(student, reference):
     """With several locked files, one changed file is enough to fail the guard."""
     _pin(student, reference)
@@ -171,3 +195,55 @@ def test_guard_fails_when_any_one_of_several_locked_files_changes(student, refer
     for target in locked:
         changed = dict(files, **{target: files[target].replace("=", ":", 1).replace("Do", "do")})
         expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
+
+
+@pytest.mark.promise("guard_ok.per_file_digest")
+@given(st.data())
+@example(None)
+def test_a_locked_file_copied_over_another_fails(student, reference, data):
+    """Each locked file is compared with its own digest: a locked file's text copied over another locked
+    file, or two locked files swapped, fails the guard (every digest is still among the locked ones)."""
+    _pin(student, reference)
+    names = ["eval.py", "program.md", "notes.md"]
+    texts = ["scale=1\noffset=0\n", "Edit train.py only.\n", "x\r\n"]
+    if data is not None:
+        texts = data.draw(st.lists(text, min_size=3, max_size=3, unique=True))
+    files = dict(zip(names, texts, strict=True), **{"train.py": "lr=0.02\n"})
+    locked = {n: sha(files[n]) for n in names}
+    a, b = ("eval.py", "program.md") if data is None else data.draw(st.permutations(names))[:2]
+    copied = dict(files, **{b: files[a]})
+    swapped = dict(files, **{a: files[b], b: files[a]})
+    for changed in (copied, swapped):
+        expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
+
+
+@pytest.mark.promise("file_hash.exact_text")
+@given(text, st.data())
+@example("scale=1\r\noffset=0\r\n", None)
+@example("", None)
+@example("Edit train.py only. \n", None)
+def test_file_hash_hashes_the_text_exactly_as_given(student, t, data):
+    """Nothing is normalised before hashing: CRLF or LF, a lone CR, trailing spaces, the empty text."""
+    variants = [t, t.replace("\n", "\r\n"), t + " ", t + "\n", t.replace("\r\n", "\n")]
+    if data is None:
+        variants = [t]
+    for v in dict.fromkeys(variants):
+        expect_equal(student.file_hash(v), sha(v), call("file_hash", v))
+
+
+@pytest.mark.promise("file_hash.utf8_bytes")
+@given(
+    st.text(
+        st.characters(min_codepoint=0x80, max_codepoint=0x2FFF, exclude_categories=["Cs"]),
+        min_size=1,
+        max_size=12,
+    ),
+    text,
+)
+@example("é", "")
+@example("\x80ÿ", "naïve ")
+def test_file_hash_hashes_non_ascii_text_as_utf8(student, special, t):
+    """Text with characters past ASCII (also U+0080..U+00FF, whose Latin-1 bytes are no UTF-8) is hashed
+    as its UTF-8 bytes."""
+    v = t + special
+    expect_equal(student.file_hash(v), sha(v), call("file_hash", v))

@@ -38,21 +38,17 @@ def expect_same_rng(mine, theirs, what):
     )
 
 
-def _pin(student, reference):
-    """Each property below also pins two whole runs (result and rng state): a fixed result, or one with
-    nothing blocked and nothing kept, satisfies some of them."""
-    for n, s, which, guard in ((12, 3, "sneaky", True), (20, 8, "honest", False)):
-        mine, theirs = random.Random(s), random.Random(s)
-        what = run_text(n, s, which, guard)
-        got = fields(student.autoresearch(n, mine, proposer_of(reference, which), guard=guard))
-        want = fields(reference.autoresearch(n, theirs, proposer_of(reference, which), guard=guard))
-        expect_close(got, want, what, rel=1e-12, abs=1e-12)
-        expect_same_rng(mine, theirs, what)
+def _one_entry_per_step(result, n, what):
+    """The properties below hold for a fixed result too (one with nothing blocked and nothing kept), so
+    each also asks that the log has one entry per step of this run, and only that."""
+    __tracebackhide__ = True
+    expect_equal(len(result.log), n, f"the number of log entries of {what}")
 
 
 # -- against the reference -------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("autoresearch.result")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
 def test_matches_the_reference_with_the_lab_proposers(student, reference, lab, n, s, which, guard):
     """With honest_proposer or sneaky_proposer, guard on or off, the whole result and the rng state match."""
@@ -64,6 +60,7 @@ def test_matches_the_reference_with_the_lab_proposers(student, reference, lab, n
     expect_same_rng(mine, theirs, what)
 
 
+@pytest.mark.promise("autoresearch.defaults")
 @given(iters, seed)
 def test_defaults_are_the_honest_proposer_with_the_guard_on(student, reference, lab, n, s):
     """Without proposer and guard, the loop runs honest_proposer with the guard on."""
@@ -85,12 +82,13 @@ def test_defaults_are_the_honest_proposer_with_the_guard_on(student, reference, 
 # -- the guard -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("autoresearch.guard_blocks_locked")
 @given(iters, seed)
 def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, reference, lab, n, s):
     """With the guard on, eval.py and program.md are never changed and the reported loss is the true loss."""
-    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True)
     what = run_text(n, s, "sneaky", True)
+    _one_entry_per_step(result, n, what)
     start = lab.start_repo()
     for f in ("eval.py", "program.md"):
         expect_equal(result.files[f], start[f], f"{f} at the end of {what}")
@@ -109,18 +107,22 @@ def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, refe
     )
 
 
+@pytest.mark.promise("autoresearch.guard_off")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]))
 def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, which):
     """With the guard off, no edit is blocked."""
-    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
     what = run_text(n, s, which, False)
+    _one_entry_per_step(result, n, what)
     expect_equal(result.blocked, 0, f"blocked of {what}")
     expect_true(
-        all(entry[3] != BLOCKED for entry in result.log), f"{what} logged a blocked edit", repr(result.log)
+        all(entry[3] in ("keep", "discard") for entry in result.log),
+        f"{what} logged an entry that is neither keep nor discard",
+        repr(result.log),
     )
 
 
+@pytest.mark.promise("autoresearch.guard_off")
 def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, lab):
     """With the guard off, the sneaky proposer can push the reported loss below the true loss."""
     for s in range(3):
@@ -135,6 +137,7 @@ def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, 
 # -- the log and the result ------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("autoresearch.log")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
 def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
     """The log has iters entries numbered 1..iters, each keep, discard or blocked (blocked: no loss)."""
@@ -157,12 +160,13 @@ def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
     expect_equal(result.blocked, sum(entry[3] == BLOCKED for entry in result.log), f"blocked of {what}")
 
 
+@pytest.mark.promise("autoresearch.keep_rule")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
 def test_the_reported_loss_only_goes_down(student, reference, lab, n, s, which, guard):
     """Kept losses go down discarded ones are not lower; the result reports the last kept one."""
-    _pin(student, reference)
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
     what = run_text(n, s, which, guard)
+    _one_entry_per_step(result, n, what)
     best = lab.reported_loss(lab.start_repo())
     for _i, _what, r, status in result.log:
         if status == "keep":
@@ -202,7 +206,11 @@ train_edit = st.tuples(
 eval_edit = st.tuples(
     st.just("eval"), st.sampled_from([1.0, 0.9, 0.5, 1.1]), st.sampled_from([0.0, -0.1, 0.2])
 )
-action = st.one_of(train_edit, eval_edit, st.just(("same",)), st.just(("program",)), st.just(("rng",)))
+action = st.one_of(
+    train_edit,
+    eval_edit,
+    st.sampled_from([("same",), ("program",), ("rng",), ("crlf",), ("copy",), ("new",)]),
+)
 
 
 class Scripted:
@@ -221,6 +229,12 @@ class Scripted:
             new["eval.py"] = fmt({"scale": step[1], "offset": step[2]})
         elif step[0] == "program":
             new["program.md"] = files["program.md"] + "Also edit eval.py.\n"
+        elif step[0] == "crlf":  # the same values, CRLF line endings: a byte change of a locked file
+            new["eval.py"] = files["eval.py"].replace("\r\n", "\n").replace("\n", "\r\n")
+        elif step[0] == "copy":  # a locked file's text copied over the other locked file
+            new["program.md"] = files["eval.py"]
+        elif step[0] == "new":  # a file that is not locked
+            new["notes.md"] = files.get("notes.md", "") + "tried something\n"
         elif step[0] == "rng":
             hp = self.lab.parse_kv(files["train.py"])
             hp["depth"] = 1 + int(rng.random() * 12)
@@ -229,6 +243,7 @@ class Scripted:
         return new, "/".join(str(x) for x in step)
 
 
+@pytest.mark.promise("autoresearch.proposer_calls")
 @given(st.integers(0, 15), seed, st.lists(action, min_size=1, max_size=15), st.booleans())
 def test_a_proposer_of_the_test_gets_the_current_files(student, lab, n, s, actions, guard):
     """The proposer is called once per step, with the start repo first and after a keep the kept files."""
@@ -245,6 +260,7 @@ def test_a_proposer_of_the_test_gets_the_current_files(student, lab, n, s, actio
     expect_equal(result.files, current, f"the final files of {what}")
 
 
+@pytest.mark.promise("autoresearch.result")
 @given(st.integers(0, 15), seed, st.lists(action, min_size=1, max_size=15), st.booleans())
 def test_a_proposer_of_the_test_gives_the_reference_result(student, reference, lab, n, s, actions, guard):
     """With a proposer of the test (editing train.py or locked files, using the rng), the result matches."""
@@ -258,6 +274,7 @@ def test_a_proposer_of_the_test_gives_the_reference_result(student, reference, l
     expect_same_rng(mine, theirs, what)
 
 
+@pytest.mark.promise("autoresearch.guard_blocks_locked")
 @given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
 def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, lab, n, s, actions):
     """With the guard on, a step is blocked exactly when its candidate changed eval.py or program.md."""
@@ -277,6 +294,7 @@ def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, l
         )
 
 
+@pytest.mark.promise("autoresearch.guard_blocks_locked")
 def test_edits_of_program_md_are_blocked(student, reference, lab):
     """With the guard on, edits of program.md are blocked like edits of eval.py."""
     actions = [("program",), ("train", 0.01, 6, 128), ("eval", 0.5, 0.0), ("program",), ("eval", 1.0, 0.0)]
@@ -285,3 +303,78 @@ def test_edits_of_program_md_are_blocked(student, reference, lab):
     got = fields(student.autoresearch(5, random.Random(0), mine, guard=True))
     want = fields(reference.autoresearch(5, random.Random(0), theirs, guard=True))
     expect_close(got, want, what, rel=1e-12, abs=1e-12)
+
+
+# -- the keep rule's margin, the start, the rng -----------------------------------------------------------
+
+
+def offsets(*deltas):
+    """Actions that set eval.py's offset (guard off): each lowers the reported loss by that much from the
+    start's, so the improvement over the best so far is known to about 1e-16."""
+    return [("eval", 1.0, -d) for d in deltas]
+
+
+# Improvements over the best so far: 5e-13 (within the margin: discard), 2e-12 (keep), 2.5e-12 - 2e-12 =
+# 5e-13 (discard), 4e-12 - 2e-12 = 2e-12 (keep), 9e-13 below 4e-12 (discard), then 1e-10 (keep).
+MARGIN_RUN = offsets(5e-13, 2e-12, 2.5e-12, 4e-12, 4.9e-12, 1.04e-10)
+MARGIN_STATUSES = ["discard", "keep", "discard", "keep", "discard", "keep"]
+
+
+@pytest.mark.promise("autoresearch.keep_margin")
+@pytest.mark.parametrize("first", [False, True])
+def test_an_improvement_within_1e_12_is_discarded(student, lab, first):
+    """A candidate is kept only when its reported loss is lower than the best by more than 1e-12: an
+    improvement of 5e-13 or 9e-13 is discarded, one of 2e-12 kept (first: after a kept edit of train.py,
+    so the margin is measured from a kept candidate's loss)."""
+    actions = ([("train", 0.02, 5, 96)] if first else []) + MARGIN_RUN
+    proposer = Scripted(lab, actions)
+    n = len(actions)
+    result = student.autoresearch(n, random.Random(0), proposer, guard=False)
+    what = call("autoresearch", n, "random.Random(0)", "proposer", guard=False)
+    want = (["keep"] if first else []) + MARGIN_STATUSES
+    expect_equal([entry[3] for entry in result.log], want, f"the keep/discard verdicts of {what}")
+
+
+@pytest.mark.promise("autoresearch.start")
+@given(seed, st.lists(action, min_size=1, max_size=4), st.booleans())
+def test_the_loop_starts_from_the_start_repo(student, lab, s, actions, guard):
+    """Zero steps return the start repo and its losses; a first edit that is worse than the start (depth
+    2) is discarded, because best starts at the start's reported loss."""
+    what = call("autoresearch", 0, f"random.Random({s})", "proposer", guard=guard)
+    start = lab.start_repo()
+    result = student.autoresearch(0, random.Random(s), Scripted(lab, actions), guard=guard)
+    loss = lab.reported_loss(start)
+    expect_close(
+        {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")},
+        {"files": start, "log": [], "reported": loss, "true": loss, "blocked": 0},
+        what,
+        rel=1e-12,
+        abs=1e-12,
+    )
+    worse = [("train", 0.02, 2, 96), *actions]
+    n = len(worse)
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
+    result = student.autoresearch(n, random.Random(s), Scripted(lab, worse), guard=guard)
+    expect_equal(result.log[0][3] if result.log else None, "discard", f"the first verdict of {what}")
+
+
+@pytest.mark.promise("autoresearch.rng")
+@given(st.integers(0, 8), seed, st.lists(action, min_size=1, max_size=4), st.booleans())
+def test_the_rng_goes_only_to_the_proposer(student, lab, n, s, actions, guard):
+    """autoresearch draws nothing itself: after the run the rng is where the proposer's own draws left it
+    (a proposer that draws one number a step, whatever it proposes)."""
+
+    class Drawing(Scripted):
+        def __call__(self, files, rng):
+            rng.random()
+            return super().__call__(files, rng)
+
+    mine = random.Random(s)
+    student.autoresearch(n, mine, Drawing(lab, actions), guard=guard)
+    theirs = random.Random(s)
+    proposer = Drawing(lab, actions)
+    files = lab.start_repo()
+    for _ in range(n):  # the proposer's draws alone: one per step, plus those of its "rng" actions
+        proposer(files, theirs)
+        files = proposer.seen[-1]
+    expect_same_rng(mine, theirs, call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard))

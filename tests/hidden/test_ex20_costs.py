@@ -1,10 +1,15 @@
 """Exercise 20 (costs), hidden checks: call_cost against its formula, breakeven_calls against the reference
-and the equal-totals property, cheapest against the reference over random (positive) CostInputs."""
+and the equal-totals property, cheapest against the reference over random (positive) CostInputs.
+
+One check per promise: a property that a trivial answer satisfies asks for some work only through cases
+that no mistake of another promise changes (break-even numbers that are exact whole numbers of calls,
+so rounding them does not show; names of the cheapest option that no price mistake changes)."""
 
 import math
+import weakref
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
@@ -40,19 +45,58 @@ def crossing_pairs(draw):
     return plan(fa, pa, acc_a), plan(fb, pb, acc_b)
 
 
-pairs = st.one_of(st.tuples(plans, plans), crossing_pairs())
+# Made-up plans whose break-even numbers are exact whole numbers in binary floating point: 75 / 0.25 = 300
+# calls without error costs, 75 / 0.3125 = 240 at error_cost 0.25, 75 / 0.375 = 200 at 0.5.
+A = {"fixed": 0.0, "per_call": 0.5, "acc": 0.5}
+B = {"fixed": 75.0, "per_call": 0.25, "acc": 0.75}
+WHOLE = {0.0: 300.0, 0.25: 240.0, 0.5: 200.0}
 
 
-def _pin_breakeven(student, reference):
-    """Each breakeven property below also pins two numbers of calls: None or 0 satisfies some of them."""
-    a, b, c = plan(0.0, 0.05, 0.6), plan(100.0, 0.01, 0.9), plan(500.0, 0.02, 0.95)
-    expect_pinned(student, reference, "breakeven_calls", (a, b, 0.1), (a, c), rel=1e-8, abs=1e-9)
+def _some_break_even(student, reference):
+    """The breakeven properties below hold for None or 0 too: they also ask for two break-even numbers
+    without error costs, 300 and 600 calls (whole numbers, so a rounded formula gives them too)."""
+    __tracebackhide__ = True
+    far = dict(B, fixed=150.0)
+    expect_pinned(student, reference, "breakeven_calls", (A, B, 0.0), (A, far, 0.0), rel=1e-9)
 
 
-def _pin_cheapest(student, reference):
-    """Each cheapest property below also pins two answers: a fixed choice satisfies them."""
-    few, many = reference.CostInputs(calls=5_000), reference.CostInputs(calls=5_000_000)
-    expect_pinned(student, reference, "cheapest", (few,), (many,), rel=1e-8, abs=1e-9)
+def _uses_error_cost(student, reference):
+    """The error_cost properties below hold for a constant too: they also ask for the break-even numbers
+    at error_cost 0, 0.25 and 0.5 (whole numbers: a rounded formula gives them too)."""
+    __tracebackhide__ = True
+    cases = [(A, B, e) for e in WHOLE]
+    expect_pinned(student, reference, "breakeven_calls", *cases, rel=1e-9)
+
+
+# Checks of the answers below that held, per student handle (as expect_pinned remembers its pins).
+_HELD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cheapest_names(student, lab):
+    """The cheapest property below holds for a fixed answer too: it also asks for the names at 1 call
+    (none: every other option costs its fixed cost) and at 10^9 calls (both: the lowest cost per call
+    with errors), which no mistake in call_cost's prices changes."""
+    __tracebackhide__ = True
+    held = _HELD.setdefault(student, set())
+    if "names" in held:
+        return
+    for calls, want in ((1, "none"), (10**9, "both")):
+        name, _ = student.cheapest(lab.CostInputs(calls=calls))
+        expect_equal(name, want, call("cheapest", f"CostInputs(calls={calls})"))
+    held.add("names")
+
+
+def _pin_options(student, reference):
+    """The option-names property below holds for any dict with those keys: it also pins the options."""
+    __tracebackhide__ = True
+    held = _HELD.setdefault(student, set())
+    if "options" in held:
+        return
+    for c in (reference.CostInputs(calls=5_000), reference.CostInputs(calls=5_000_000)):
+        _, got = student.cheapest(c)
+        _, want = reference.cheapest(c)
+        expect_close(got, want, f"the options of {call('cheapest', c)}", rel=1e-9, abs=1e-9)
+    held.add("options")
 
 
 def effective(p, error_cost):
@@ -109,6 +153,7 @@ def near_best(opts):
 # -- call_cost -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("call_cost.formula")
 @given(tokens, tokens, price, price)
 def test_call_cost_is_tokens_times_prices_per_million(student, i, o, p_in, p_out):
     """call_cost is (in_tok p_in + out_tok p_out) / 1e6."""
@@ -121,6 +166,7 @@ def test_call_cost_is_tokens_times_prices_per_million(student, i, o, p_in, p_out
     )
 
 
+@pytest.mark.promise("call_cost.formula")
 @given(tokens, tokens, price, price)
 def test_call_cost_matches_the_reference(student, reference, i, o, p_in, p_out):
     """call_cost gives the reference's value, also with the arguments by keyword."""
@@ -137,9 +183,11 @@ def test_call_cost_matches_the_reference(student, reference, i, o, p_in, p_out):
 # -- breakeven_calls -------------------------------------------------------------------------------------
 
 
-@given(pairs, st.floats(0.0, 1.0))
+@pytest.mark.promise("breakeven_calls.formula")
+@given(crossing_pairs(), st.floats(0.0, 1.0))
 def test_breakeven_matches_the_reference(student, reference, ab, e):
-    """breakeven_calls gives the reference's answer (None, 0 or the number of calls)."""
+    """Where b costs more up front and less per call, breakeven_calls gives the reference's number, not
+    rounded."""
     a, b = ab
     assume(clear_verdict(a, b, e))
     expect_close(
@@ -151,75 +199,91 @@ def test_breakeven_matches_the_reference(student, reference, ab, e):
     )
 
 
-@given(pairs, st.floats(0.0, 1.0))
+@pytest.mark.promise("breakeven_calls.formula")
+@given(crossing_pairs(), st.floats(0.0, 1.0))
 def test_at_breakeven_both_plans_cost_the_same(student, ab, e):
-    """At the breakeven number of calls both plans' totals with errors are equal (0 if b starts cheaper)."""
+    """At the break-even number of calls both plans' totals with errors are equal."""
     a, b = ab
     assume(clear_verdict(a, b, e))
     ea, eb = effective(a, e), effective(b, e)
     got = student.breakeven_calls(a, b, e)
     what = call("breakeven_calls", a, b, e)
-    if eb >= ea:
-        expect_true(
-            got is None,
-            f"{what}: b's effective cost per call is not lower, so b never wins",
-            f"expected: None\n  got:      {got!r}",
-        )
-        return
     expect_true(
         isinstance(got, int | float) and not isinstance(got, bool) and got >= 0,
         f"{what}: expected a number of calls >= 0",
         f"got {got!r}",
     )
-    if b["fixed"] <= a["fixed"]:
-        expect_close(got, 0.0, f"{what}: b already wins at zero calls", abs=1e-9)
-    else:
-        total_a, total_b = a["fixed"] + got * ea, b["fixed"] + got * eb
-        expect_close(
-            total_a,
-            total_b,
-            f"the totals with errors of a and b after {what} = {got!r} calls",
-            rel=1e-8,
-            abs=1e-9,
-        )
+    total_a, total_b = a["fixed"] + got * ea, b["fixed"] + got * eb
+    expect_close(
+        total_a,
+        total_b,
+        f"the totals with errors of a and b after {what} = {got!r} calls",
+        rel=1e-8,
+        abs=1e-9,
+    )
 
 
-@given(plans, st.floats(0.0, 1.0), money)
-def test_breakeven_is_none_when_the_rates_are_equal(student, reference, a, e, fixed):
-    """When b's effective cost per call equals a's, b never wins (None), whatever the fixed costs."""
-    _pin_breakeven(student, reference)
-    b = dict(a, fixed=fixed)
-    got = student.breakeven_calls(a, b, e)
-    expect_true(got is None, call("breakeven_calls", a, b, e), f"expected: None\n  got:      {got!r}")
+@pytest.mark.promise("breakeven_calls.never_wins_none")
+@given(plans, st.floats(0.0, 1.0), money, st.floats(0.0, 0.5))
+def test_breakeven_is_none_when_b_is_not_cheaper_per_call(student, reference, a, e, fixed, more):
+    """When b's effective cost per call equals a's (more == 0) or is higher, b never wins (None), whatever
+    the fixed costs; also when the rates are equal by different prices and accuracies."""
+    _some_break_even(student, reference)
+    b = dict(a, fixed=fixed, per_call=a["per_call"] + more)
+    # 0.5 + (1 - 0.5) * 0.5 == 0.25 + (1 - 0.0) * 0.5, exactly
+    same_rate = (
+        {"fixed": 0.0, "per_call": 0.5, "acc": 0.5},
+        {"fixed": 10.0, "per_call": 0.25, "acc": 0.0},
+        0.5,
+    )
+    for args in ((a, b, e), same_rate):
+        got = student.breakeven_calls(*args)
+        expect_true(got is None, call("breakeven_calls", *args), f"expected: None\n  got:      {got!r}")
 
 
+@pytest.mark.promise("breakeven_calls.wins_from_start_zero")
+@given(crossing_pairs(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+@example((plan(10.0, 0.5, 0.5), plan(10.0, 0.25, 0.75)), 0.1, 1.0)  # equal fixed costs: 0 exactly
+def test_breakeven_is_zero_when_b_costs_no_more_up_front(student, reference, ab, e, share):
+    """When b is cheaper per call and costs no more up front (here a share of a's fixed cost), b already
+    wins at zero calls: 0."""
+    _some_break_even(student, reference)
+    a, b = ab
+    b = dict(b, fixed=a["fixed"] * share)
+    assume(clear_verdict(a, b, e))
+    expect_close(student.breakeven_calls(a, b, e), 0.0, call("breakeven_calls", a, b, e), abs=1e-9)
+
+
+def _folded(p, e):
+    """The plan with its error cost at e folded into its price per call, and no errors left."""
+    return dict(p, per_call=p["per_call"] + (1.0 - p["acc"]) * e, acc=1.0)
+
+
+@pytest.mark.promise("breakeven_calls.error_cost")
 @given(cost_fields, st.floats(0.0, 1.0), st.data())
 def test_breakeven_uses_its_error_cost_argument(student, reference, lab, fields, e, data):
-    """breakeven_calls uses its error_cost argument (not the inputs' error_cost), 0.10 by default."""
-    _pin_breakeven(student, reference)
+    """breakeven_calls uses its error_cost argument (not the inputs' error_cost): the same plans with that
+    error cost folded into their price per call give the same answer."""
+    _uses_error_cost(student, reference)
     c = lab.CostInputs(**fields)
     names = data.draw(st.permutations(["plan_none", "plan_prompt", "plan_weights", "plan_both"]))
     a, b = getattr(lab, names[0])(c), getattr(lab, names[1])(c)
-    for args, want_e in (((a, b, e), e), ((a, b), 0.10)):
-        if not clear_verdict(a, b, want_e):
-            continue
-        expect_close(
-            student.breakeven_calls(*args),
-            reference.breakeven_calls(a, b, want_e),
-            call("breakeven_calls", *args) + f" with CostInputs.error_cost={c.error_cost!r}",
-            rel=1e-8,
-            abs=1e-9,
-        )
+    assume(clear_verdict(a, b, e))
+    what = call("breakeven_calls", a, b, e) + f" with CostInputs.error_cost={c.error_cost!r}"
+    folded = (_folded(a, e), _folded(b, e), 0.0)
+    expect_close(student.breakeven_calls(a, b, e), student.breakeven_calls(*folded), what, rel=1e-8, abs=1e-9)
 
 
+@pytest.mark.promise("breakeven_calls.error_cost")
 @given(crossing_pairs())
 def test_breakeven_error_cost_defaults_to_0_10(student, reference, ab):
     """Without an error_cost argument, breakeven_calls counts 0.10 per wrong answer."""
+    _uses_error_cost(student, reference)
     a, b = ab
     assume(clear_verdict(a, b, 0.10))
     expect_close(
         student.breakeven_calls(a, b),
-        reference.breakeven_calls(a, b, 0.10),
+        student.breakeven_calls(_folded(a, 0.10), _folded(b, 0.10), 0.0),
         call("breakeven_calls", a, b),
         rel=1e-8,
         abs=1e-9,
@@ -229,25 +293,21 @@ def test_breakeven_error_cost_defaults_to_0_10(student, reference, ab):
 # -- cheapest --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("cheapest.options")
 @given(cost_fields)
 def test_cheapest_matches_the_reference(student, reference, lab, fields):
-    """cheapest gives the reference's options and picks the cheapest one (either of a tie)."""
+    """cheapest gives the reference's options."""
     c = lab.CostInputs(**fields)
-    what = call("cheapest", c)
-    name, opts = student.cheapest(c)
+    _, opts = student.cheapest(c)
     _, want_opts = reference.cheapest(c)
-    expect_close(opts, want_opts, f"the options of {what}", rel=1e-9, abs=1e-9)
-    expect_true(
-        name in near_best(want_opts),
-        f"{what} picked {name!r}",
-        f"the lowest total_with_errors is that of {near_best(want_opts)}",
-    )
+    expect_close(opts, want_opts, f"the options of {call('cheapest', c)}", rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.promise("cheapest.lowest_total_with_errors")
 @given(cost_fields)
-def test_cheapest_has_the_lowest_total_with_errors(student, reference, lab, fields):
+def test_cheapest_has_the_lowest_total_with_errors(student, lab, fields):
     """The option cheapest names is one of its options, with the lowest total_with_errors among them."""
-    _pin_cheapest(student, reference)
+    _cheapest_names(student, lab)
     c = lab.CostInputs(**fields)
     what = call("cheapest", c)
     name, opts = student.cheapest(c)
@@ -259,6 +319,7 @@ def test_cheapest_has_the_lowest_total_with_errors(student, reference, lab, fiel
     )
 
 
+@pytest.mark.promise("cheapest.api_only")
 @given(cost_fields)
 def test_api_only_never_picks_weights(student, lab, fields):
     """API-only (can_finetune=False) offers only none and prompt, and never picks weights or both."""
@@ -269,10 +330,11 @@ def test_api_only_never_picks_weights(student, lab, fields):
     expect_true(name in ("none", "prompt"), f"{what} picked {name!r}")
 
 
+@pytest.mark.promise("cheapest.options")
 @given(cost_fields)
 def test_with_fine_tuning_all_four_options_are_offered(student, reference, lab, fields):
     """With fine-tuning allowed, the options are none, prompt, weights and both."""
-    _pin_cheapest(student, reference)
+    _pin_options(student, reference)
     c = lab.CostInputs(**dict(fields, can_finetune=True))
     _, opts = student.cheapest(c)
     expect_equal(

@@ -8,6 +8,7 @@ from grader.expect import call, expect_close, expect_true
 pytestmark = pytest.mark.exercise(16)
 
 
+@pytest.mark.promise("exact_kl.formula")
 def test_exact_kl_of_two_coin_flips(student):
     """KL([0.5, 0.5] || [0.25, 0.75]) = 0.5 ln(0.5/0.25) + 0.5 ln(0.5/0.75) = 0.5 ln 2 + 0.5 ln(2/3);
     KL([0.5, 0.5] || [0.1, 0.9]) = 0.5 ln 5 + 0.5 ln(5/9)."""
@@ -17,12 +18,14 @@ def test_exact_kl_of_two_coin_flips(student):
     expect_close(student.exact_kl(p, q), 0.5108256237659907, call("exact_kl", p, q))
 
 
+@pytest.mark.promise("exact_kl.formula")
 def test_exact_kl_of_three_outcomes(student):
     """A three-outcome example: 0.1 ln(1/3) + 0.2 ln(2/3) + 0.7 ln(7/4), natural logarithms."""
     p, q = [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]
     expect_close(student.exact_kl(p, q), 0.20077680106635193, call("exact_kl", p, q))
 
 
+@pytest.mark.promise("exact_kl.direction")
 def test_exact_kl_is_not_symmetric(student):
     """KL is not symmetric: swapping p and q of the coin-flip example gives a different number."""
     p, q = [0.25, 0.75], [0.5, 0.5]
@@ -35,6 +38,7 @@ def test_exact_kl_is_not_symmetric(student):
     )
 
 
+@pytest.mark.promise("exact_kl.formula")
 def test_exact_kl_of_a_distribution_with_itself_is_zero(student):
     """KL(p || p) = 0: every log ratio is ln 1 = 0 (and moving p away from q makes it positive)."""
     p, q = [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]
@@ -43,6 +47,7 @@ def test_exact_kl_of_a_distribution_with_itself_is_zero(student):
     expect_close(student.exact_kl(p, q), 0.27488721956224654, call("exact_kl", p, q))
 
 
+@pytest.mark.promise("exact_kl.zero_p_terms_skipped")
 def test_exact_kl_skips_outcomes_that_p_never_takes(student):
     """Terms with p_i == 0 are skipped (0 ln 0 counts as 0), even where q_i is 0 too."""
     p, q = [0.0, 0.5, 0.5], [0.0, 0.25, 0.75]

@@ -27,6 +27,7 @@ def small_archive(lab):
     ]
 
 
+@pytest.mark.promise("dgm_weights.children_discount")
 def test_dgm_weights_of_a_small_archive(student, lab):
     """One weight per variant, in archive order; e.g. variant 0: sigmoid(10 * (0.2 - 0.5)) / (1 + 2).
     Variants 0 and 1 alone: variant 0 has one child, sigmoid(-3) / 2; variant 1 none, sigmoid(-2.2)."""
@@ -38,6 +39,7 @@ def test_dgm_weights_of_a_small_archive(student, lab):
     expect_close(student.dgm_weights(archive), want, call("dgm_weights", archive), rel=1e-9)
 
 
+@pytest.mark.promise("dgm_weights.sigmoid")
 def test_dgm_weights_use_lam_and_alpha0(student, lab):
     """lam and alpha0 are used: variant 0 gets sigmoid(2 * (0.2 - 0.3)) / 3."""
     archive = small_archive(lab)
@@ -50,6 +52,7 @@ def test_dgm_weights_use_lam_and_alpha0(student, lab):
     )
 
 
+@pytest.mark.promise("dgm_weights.children_discount")
 def test_dgm_weight_halves_with_the_first_child(student, lab):
     """A variant's weight halves when its first child joins the archive: the count is 1 + n_i."""
     A = lab.AgentVariant
@@ -64,6 +67,7 @@ def test_dgm_weight_halves_with_the_first_child(student, lab):
     )
 
 
+@pytest.mark.promise("dgm_weights.children_by_id")
 def test_dgm_weights_count_children_by_id(student, lab):
     """Children are counted by the parent's id, not by its position in the archive."""
     A = lab.AgentVariant
@@ -77,6 +81,7 @@ def test_dgm_weights_count_children_by_id(student, lab):
     expect_close(student.dgm_weights(archive), want, call("dgm_weights", archive), rel=1e-9)
 
 
+@pytest.mark.promise("choose_parent.greedy_tie_highest_id")
 def test_choose_parent_greedy_takes_the_best_score_then_the_highest_id(student, lab):
     """Greedy: the max by (score, id), so a tie on score goes to the higher id; it draws no random numbers."""
     A = lab.AgentVariant
@@ -96,6 +101,7 @@ def test_choose_parent_greedy_takes_the_best_score_then_the_highest_id(student, 
         )
 
 
+@pytest.mark.promise("choose_parent.uniform_draw")
 def test_choose_parent_uniform_draws_with_rng_choice(student, lab):
     """Uniform: rng.choice(archive); the rng then continues as after that one call."""
     archive = small_archive(lab)
@@ -106,6 +112,7 @@ def test_choose_parent_uniform_draws_with_rng_choice(student, lab):
         expect_equal(rng.random(), next_random, f"rng.random() after {what}")
 
 
+@pytest.mark.promise("choose_parent.dgm_draw")
 def test_choose_parent_dgm_draws_with_the_weights(student, lab):
     """Dgm: rng.choices(archive, dgm_weights(archive)), one draw; the rng then continues as after it."""
     archive = small_archive(lab)
@@ -116,6 +123,7 @@ def test_choose_parent_dgm_draws_with_the_weights(student, lab):
         expect_equal(rng.random(), next_random, f"rng.random() after {what}")
 
 
+@pytest.mark.promise("choose_parent.unknown_mode")
 def test_choose_parent_rejects_an_unknown_mode(student, lab):
     """An unknown mode raises ValueError."""
     archive = small_archive(lab)

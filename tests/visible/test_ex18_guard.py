@@ -34,6 +34,7 @@ def repo(**changes):
     return files
 
 
+@pytest.mark.promise("file_hash.sha256_hex")
 def test_file_hash_is_the_sha256_hex_digest(student):
     """file_hash gives the 64-character SHA-256 hex digest (hashlib.sha256(text.encode()).hexdigest())."""
     for text, want in (
@@ -44,6 +45,7 @@ def test_file_hash_is_the_sha256_hex_digest(student):
         expect_equal(student.file_hash(text), want, call("file_hash", text))
 
 
+@pytest.mark.promise("file_hash.utf8_bytes")
 def test_file_hash_encodes_non_ascii_text_as_utf8(student):
     """Non-ASCII text is hashed as its UTF-8 bytes."""
     text = "naïve café ✓\n"
@@ -51,6 +53,7 @@ def test_file_hash_encodes_non_ascii_text_as_utf8(student):
     expect_equal(student.file_hash(text), want, call("file_hash", text))
 
 
+@pytest.mark.promise("guard_ok.passes_unchanged")
 def test_guard_passes_when_locked_files_are_unchanged(student):
     """Unchanged locked files pass, also when an unlocked file (train.py) changed or a new file appeared
     (but not when eval.py changed)."""
@@ -64,6 +67,7 @@ def test_guard_passes_when_locked_files_are_unchanged(student):
     expect_verdict(student.guard_ok(files, LOCKED), False, call("guard_ok", files, LOCKED))
 
 
+@pytest.mark.promise("guard_ok.fails_on_change")
 def test_guard_fails_when_one_character_of_a_locked_file_changes(student):
     """One changed character in one locked file fails the guard (scale 1 became 0, or a space was added);
     the same files with that character back pass."""
@@ -73,6 +77,7 @@ def test_guard_fails_when_one_character_of_a_locked_file_changes(student):
     expect_verdict(student.guard_ok(files, LOCKED), True, call("guard_ok", files, LOCKED))
 
 
+@pytest.mark.promise("guard_ok.missing_fails")
 def test_guard_fails_when_a_locked_file_is_missing_or_renamed(student):
     """A missing locked file fails the guard: guard_ok returns False (no KeyError), also if it was renamed."""
     missing = repo()
@@ -84,6 +89,7 @@ def test_guard_fails_when_a_locked_file_is_missing_or_renamed(student):
     expect_verdict(student.guard_ok(restored, LOCKED), True, call("guard_ok", restored, LOCKED))
 
 
+@pytest.mark.promise("guard_ok.empty_lock_passes")
 def test_guard_with_no_locked_files_always_passes(student):
     """With an empty lock set there is nothing to check: the guard passes (locking eval.py, whose text
     changed, makes the same files fail)."""

@@ -32,6 +32,7 @@ def fields(result):
     return {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
 
 
+@pytest.mark.promise("autoresearch.defaults")
 def test_autoresearch_with_the_honest_proposer(student):
     """Defaults: honest_proposer, guard on. Seeded: the log, the result and the rng's next number."""
     rng = random.Random(0)
@@ -73,6 +74,7 @@ SNEAKY_LOG = [
 ]
 
 
+@pytest.mark.promise("autoresearch.guard_blocks_locked")
 def test_the_guard_blocks_the_sneaky_proposer(student, lab):
     """With the guard on, both "rescale eval" edits are blocked: eval.py stays, reported loss == true loss."""
     rng = random.Random(3)
@@ -89,6 +91,7 @@ def test_the_guard_blocks_the_sneaky_proposer(student, lab):
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
 
 
+@pytest.mark.promise("autoresearch.guard_off")
 def test_without_the_guard_the_sneaky_proposer_games_the_loss(student, lab):
     """With the guard off, the "rescale eval" edits are kept: the reported loss drops below the true loss."""
     rng = random.Random(3)
@@ -121,6 +124,7 @@ def test_without_the_guard_the_sneaky_proposer_games_the_loss(student, lab):
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
 
 
+@pytest.mark.promise("autoresearch.proposer_calls")
 def test_the_proposer_gets_the_current_files(student):
     """A proposer of yours is called once per step with the files kept so far (the rng is passed along)."""
     plan = [
@@ -173,6 +177,7 @@ def test_the_proposer_gets_the_current_files(student):
     )
 
 
+@pytest.mark.promise("autoresearch.guard_off")
 def test_an_edit_of_eval_py_counts_only_without_the_guard(student):
     """Lowering eval.py's offset: blocked with the guard on; kept without it (reported < true loss)."""
 

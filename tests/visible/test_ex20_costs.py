@@ -25,6 +25,7 @@ BOTH = {
 }
 
 
+@pytest.mark.promise("call_cost.formula")
 def test_call_cost_adds_input_and_output_tokens_at_their_prices(student):
     """1500 tokens in at $3/M plus 300 out at $15/M is $0.009; input and output prices are not swapped."""
     for args, want in (
@@ -36,6 +37,7 @@ def test_call_cost_adds_input_and_output_tokens_at_their_prices(student):
         expect_close(student.call_cost(*args), want, call("call_cost", *args), rel=1e-9, abs=1e-15)
 
 
+@pytest.mark.promise("breakeven_calls.formula")
 def test_breakeven_calls_of_the_default_plans(student):
     """None -> weights: e_a = 0.009 + 0.4 * 0.1, e_b = 0.00075 + 0.2 * 0.1, so 4420 / (0.049 - 0.02075)."""
     expect_close(
@@ -53,50 +55,51 @@ def test_breakeven_calls_of_the_default_plans(student):
     )
 
 
+# Two made-up plans whose break-even numbers are whole numbers of calls: b costs 75 more up front and 0.25
+# less per call, with an error rate of 0.25 against a's 0.5.
+A = {"fixed": 0.0, "per_call": 0.5, "acc": 0.5}
+B = {"fixed": 75.0, "per_call": 0.25, "acc": 0.75}
+
+
+@pytest.mark.promise("breakeven_calls.error_cost")
 def test_breakeven_calls_uses_its_error_cost_argument(student):
-    """The error_cost argument is used (not the plans' total_with_errors): 0.0 gives 4420 / 0.00825."""
+    """The error_cost argument is used (not the plans' total_with_errors): without error costs b saves
+    0.25 a call, 75 / 0.25 = 300 calls; at 0.5 a wrong answer it saves 0.25 + 0.25 * 0.5, 75 / 0.375 = 200."""
+    for e, want in ((0.0, 300.0), (0.5, 200.0), (0.25, 240.0)):
+        expect_close(student.breakeven_calls(A, B, e), want, call("breakeven_calls", A, B, e), rel=1e-9)
     expect_close(
-        student.breakeven_calls(NONE, WEIGHTS, 0.0),
-        535757.5757575758,
-        call("breakeven_calls", NONE, WEIGHTS, 0.0),
-        rel=1e-9,
-    )
-    expect_close(
-        student.breakeven_calls(PROMPT, WEIGHTS, error_cost=0.0),
-        222926.9841269841,
-        call("breakeven_calls", PROMPT, WEIGHTS, error_cost=0.0),
+        student.breakeven_calls(A, B, error_cost=0.5),
+        200.0,
+        call("breakeven_calls", A, B, error_cost=0.5),
         rel=1e-9,
     )
 
 
+@pytest.mark.promise("breakeven_calls.never_wins_none")
 def test_breakeven_calls_is_none_when_b_never_wins(student):
     """None when b's effective cost per call is not lower than a's, also when it is exactly equal (but not
     when it is lower)."""
     same_rate = dict(NONE, fixed=100.0)
-    for a, b, e in ((WEIGHTS, NONE, 0.10), (NONE, PROMPT, 0.0), (NONE, same_rate, 0.10)):
+    for a, b, e in ((WEIGHTS, NONE, 0.10), (NONE, PROMPT, 0.0), (NONE, same_rate, 0.10), (B, A, 0.5)):
         got = student.breakeven_calls(a, b, e)
         expect_true(got is None, call("breakeven_calls", a, b, e), f"expected: None\n  got:      {got!r}")
-    # b with the lower rate does win, later: prompt -> both at 4420 / (0.0385 - 0.01590625)
-    expect_close(
-        student.breakeven_calls(PROMPT, BOTH, 0.10),
-        195629.32226832645,
-        call("breakeven_calls", PROMPT, BOTH, 0.10),
-        rel=1e-7,
-    )
+    # b with the lower rate does win, later: 75 / 0.25 = 300 calls
+    expect_close(student.breakeven_calls(A, B, 0.0), 300.0, call("breakeven_calls", A, B, 0.0), rel=1e-9)
 
 
+@pytest.mark.promise("breakeven_calls.wins_from_start_zero")
 def test_breakeven_calls_is_zero_when_b_wins_from_the_start(student):
-    """0 when b is cheaper per call and costs no more up front (weights vs both without error costs); not 0
-    when b costs more up front."""
+    """0 when b is cheaper per call and costs no more up front (weights vs both without error costs, or
+    the same fixed cost); not 0 when b costs more up front."""
     expect_close(
         student.breakeven_calls(BOTH, WEIGHTS, 0.0), 0.0, call("breakeven_calls", BOTH, WEIGHTS, 0.0)
     )
-    # the other way round, weights -> both, b costs more up front: (5328.9 - 4420) / (0.02075 - 0.01590625)
+    same_fixed = dict(B, fixed=0.0)
     expect_close(
-        student.breakeven_calls(WEIGHTS, BOTH, 0.10),
-        187643.87096774208,
-        call("breakeven_calls", WEIGHTS, BOTH, 0.10),
+        student.breakeven_calls(A, same_fixed, 0.0), 0.0, call("breakeven_calls", A, same_fixed, 0.0)
     )
+    # b costs 75 more up front: 75 / 0.25 = 300 calls, not 0
+    expect_close(student.breakeven_calls(A, B, 0.0), 300.0, call("breakeven_calls", A, B, 0.0), rel=1e-9)
 
 
 DEMO = [  # calls, fine-tuning allowed, the cheapest option, its total with errors (the demo's section 11)
@@ -111,6 +114,7 @@ DEMO = [  # calls, fine-tuning allowed, the cheapest option, its total with erro
 ]
 
 
+@pytest.mark.promise("cheapest.lowest_total_with_errors")
 def test_cheapest_reproduces_the_demo_table(student, lab):
     """The demo's table: the cheapest option including errors, for 5,000 to 5,000,000 calls."""
     for calls, ft, name, total in DEMO:
@@ -126,19 +130,24 @@ def test_cheapest_reproduces_the_demo_table(student, lab):
         )
 
 
+@pytest.mark.promise("cheapest.options")
 def test_cheapest_options_of_the_default_inputs(student, lab):
-    """All four options of CostInputs(), with fine-tuning allowed; only none and prompt when API-only."""
+    """All four options of CostInputs(), with fine-tuning allowed, as plan_none(c) and the like give them."""
     c = lab.CostInputs()
-    name, opts = student.cheapest(c)
-    expect_equal(name, "both", call("cheapest", "CostInputs()"))
+    _, opts = student.cheapest(c)
     expect_close(
         opts,
         {"none": NONE, "prompt": PROMPT, "weights": WEIGHTS, "both": BOTH},
         f"the options of {call('cheapest', 'CostInputs()')}",
         rel=1e-9,
     )
+
+
+@pytest.mark.promise("cheapest.api_only")
+def test_cheapest_when_api_only(student, lab):
+    """API-only (can_finetune=False): only none and prompt are offered, and the name is one of them."""
     c = lab.CostInputs(can_finetune=False)
     name, opts = student.cheapest(c)
     what = call("cheapest", "CostInputs(can_finetune=False)")
-    expect_equal(name, "prompt", what)
+    expect_true(name in ("none", "prompt"), f"{what} picked {name!r}, which is not offered API-only")
     expect_close(opts, {"none": NONE, "prompt": PROMPT}, f"the options of {what}", rel=1e-9)
