@@ -71,9 +71,11 @@ def expect_close(
 def expect_pinned(
     student: Any, reference: Any, function: str, *cases: tuple, rel: float = 1e-9, abs: float = 1e-12
 ) -> None:
-    """Fail unless `student.function(*args)` gives the reference's answer, and leaves its arguments as
-    the reference leaves them, for every `args` of `cases`. Give at least two cases with different
-    answers, neither of them degenerate (zero, empty, uniform), so that no constant passes."""
+    """Fail unless `student.function(*args)` gives the reference's answer, and leaves the arguments the
+    lab's contract lets it change (a policy, a generator) as the reference leaves them, for every `args`
+    of `cases`. Give at least two cases with different answers, neither of them degenerate (zero, empty,
+    uniform), so that no constant passes. Changes to other arguments stay in the worker and are not
+    seen here: a check of an `unchanged` promise asks `student.last_changed`."""
     __tracebackhide__ = True
     key = _pin_key(function, cases, rel, abs)
     passed = _PINS_PASSED.setdefault(student, set()) if key is not None else set()
