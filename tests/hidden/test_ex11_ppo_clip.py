@@ -247,11 +247,18 @@ def test_ppo_grad_held_tokens_still_count(student, lab, case, env_seed, seed):
 @pytest.mark.promise("ppo_grad.unchanged")
 @given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
 def test_ppo_grad_changes_no_argument(student, lab, case, env_seed, seed):
-    """ppo_grad changes neither the policy nor the samples (their log-probabilities, advantages, ...)."""
+    """ppo_grad changes neither the policy nor the samples (their log-probabilities, advantages, ...). (A
+    batch of one state moves that state's rows only.)"""
     policy, clip, held = blocked_samples(lab, case)
-    samples = base_batch(lab, policy, env_seed, seed) + held
-    before = repr((policy.theta, samples))
-    student.ppo_grad(policy, samples, clip)
-    what = grad_call(policy, samples, clip)
-    expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
-    expect_true(repr((policy.theta, samples)) == before, what, "the call changed its arguments")
+    base = base_batch(lab, policy, env_seed, seed)
+    for s in range(S):
+        samples = [sm for sm in base + held if sm.s == s]
+        logp = [policy.logp_tok(s, 0, 0), policy.logp_tok(s, 1, 2)]  # ratio 1: it passes
+        samples.append(lab.PPOSample(s, (0, 2), 0.0, logp, [0.0, 0.0], [0.7, -0.4]))
+        before = repr((policy.theta, samples))
+        g = student.ppo_grad(policy, samples, clip)
+        what = grad_call(policy, samples, clip)
+        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
+        expect_true(repr((policy.theta, samples)) == before, what, "the call changed its arguments")
+        ok = all((u == s) == any(abs(x) > 1e-12 for row in block for x in row) for u, block in enumerate(g))
+        expect_true(ok, what, f"got {g}: only the rows of state {s} move")

@@ -154,13 +154,17 @@ def test_sft_grad_of_empty_data_is_zero(student, lab, theta, pair):
 @pytest.mark.promise("sft_grad.unchanged")
 @given(theta=thetas(-3.0, 3.0, *LONG), data=MIXED)
 def test_sft_grad_changes_no_argument(student, lab, theta, data):
-    """sft_grad changes neither the policy nor the data."""
+    """sft_grad changes neither the policy nor the data. (Data of one state moves that state's rows only.)"""
     policy = lab.TabPolicy(*LONG, copy3(theta))
-    before = repr((policy.theta, data))
-    student.sft_grad(policy, data)
-    what = grad_call(policy, data)
-    expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
-    expect_true(repr((policy.theta, data)) == before, what, "the call changed its arguments")
+    for s in range(LONG[0]):
+        mine = [(s, seq) for _, seq in data]
+        before = repr((policy.theta, mine))
+        g = student.sft_grad(policy, mine)
+        what = grad_call(policy, mine)
+        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
+        expect_true(repr((policy.theta, mine)) == before, what, "the call changed its arguments")
+        ok = all((u == s) == any(abs(x) > 1e-12 for row in block for x in row) for u, block in enumerate(g))
+        expect_true(ok, what, f"got {g}: only the rows of state {s} move")
 
 
 # ---- filter_rollouts ----------------------------------------------------------------------------------
@@ -274,8 +278,11 @@ def test_filter_rollouts_can_keep_nothing(student, rollouts, min_reward):
 @given(rollouts=st.lists(ROLLOUT, min_size=1, max_size=12), min_reward=st.sampled_from(THRESHOLDS))
 @example(rollouts=[(0, (1, 2), 0.0), (1, (0, 0), 2.0), (0, (1, 2), 0.0)], min_reward=1.0)
 def test_filter_rollouts_changes_no_rollout(student, rollouts, min_reward):
-    """filter_rollouts returns a new list and leaves its rollouts as they were."""
-    before = list(rollouts)
-    student.filter_rollouts(rollouts, min_reward)
+    """filter_rollouts returns a new list and leaves its rollouts as they were (and keeps a rollout whose
+    reward is well above min_reward, not one well below it)."""
+    mine = [(s, seq, min_reward + (1.0 if i % 2 else -1.0)) for i, (s, seq, _) in enumerate(rollouts)]
+    before = list(mine)
+    got = student.filter_rollouts(mine, min_reward)
     what = call("filter_rollouts", before, min_reward)
-    expect_true(not student.last_changed and rollouts == before, what, "the call changed its rollouts")
+    expect_true(not student.last_changed and mine == before, what, "the call changed its rollouts")
+    expect_kept(got, [(s, seq) for s, seq, R in mine if R > min_reward], what)

@@ -98,7 +98,8 @@ def test_token_reverse_kl_is_the_log_ratio_at_each_token(student, lab, theta, te
 )
 @example(theta=[[[0.0] * 3] * 3] * 2, teacher_theta=[[[1.0, 0.0, 0.0]] * 3] * 2, s=0, seq=(0, 1, 2), k=1)
 def test_token_reverse_kl_of_a_response_shorter_than_t(student, lab, theta, teacher_theta, s, seq, k):
-    """A response shorter than T gets one term per token it has: the first terms of a longer response."""
+    """A response shorter than T gets one term per token it has: the first terms of a longer response (all
+    0 against the student itself)."""
     pol, teacher = lab.TabPolicy(*LONG, copy3(theta)), lab.TabPolicy(*LONG, copy3(teacher_theta))
     assume(any(abs(x) > 1e-3 for x in log_ratios(pol, teacher, s, seq)))
     expect_signal(student, pol, teacher, s, seq)
@@ -106,6 +107,9 @@ def test_token_reverse_kl_of_a_response_shorter_than_t(student, lab, theta, teac
     got = student.token_reverse_kl(pol, teacher, s, seq[:k])
     what = kl_call(pol, teacher, s, seq[:k]) + f"\n  vs the first {k} terms of {list(full)}"
     expect_close(got, list(full)[:k], what, rel=1e-12, abs=1e-15)
+    itself = lab.TabPolicy(*LONG, copy3(theta))
+    got = student.token_reverse_kl(pol, itself, s, seq[:k])
+    expect_close(got, [0.0] * k, kl_call(pol, itself, s, seq[:k]), abs=1e-12)
 
 
 @pytest.mark.promise("token_reverse_kl.zero_for_teacher")
@@ -138,13 +142,19 @@ def test_token_reverse_kl_changes_sign_when_the_roles_swap(student, lab, theta, 
 @pytest.mark.promise("token_reverse_kl.unchanged")
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), s=st.integers(0, S - 1), seq=SEQ)
 def test_token_reverse_kl_changes_no_argument(student, lab, theta, teacher_theta, s, seq):
-    """token_reverse_kl changes neither policy."""
+    """token_reverse_kl changes neither policy (and its terms are 0 against the student itself, not all 0
+    against another teacher)."""
     pol, teacher = lab.TabPolicy(S, T, V, copy3(theta)), lab.TabPolicy(S, T, V, copy3(teacher_theta))
-    before = repr((pol.theta, teacher.theta, seq))
-    student.token_reverse_kl(pol, teacher, s, seq)
-    what = kl_call(pol, teacher, s, seq)
-    expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
-    expect_true(repr((pol.theta, teacher.theta, seq)) == before, what, "the call changed its arguments")
+    assume(any(abs(x) > 1e-3 for x in log_ratios(pol, teacher, s, seq)))
+    itself = lab.TabPolicy(S, T, V, copy3(theta))
+    for other in (teacher, itself):
+        before = repr((pol.theta, other.theta, seq))
+        got = student.token_reverse_kl(pol, other, s, seq)
+        what = kl_call(pol, other, s, seq)
+        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
+        expect_true(repr((pol.theta, other.theta, seq)) == before, what, "the call changed its arguments")
+        zero = isinstance(got, list | tuple) and len(got) == len(seq) and all(abs(x) < 1e-12 for x in got)
+        expect_true(zero == (other is itself), what, f"got {got!r}: 0 against the student itself only")
 
 
 # ---- on_policy_distill_grad ---------------------------------------------------------------------------
@@ -296,11 +306,20 @@ def test_distill_grad_matches_reference_on_sampled_responses(student, lab, refer
 @pytest.mark.promise("on_policy_distill_grad.unchanged")
 @pytest.mark.parametrize("seed", [0, 1], ids=opaque(2, "run"))
 def test_distill_grad_changes_no_argument(student, lab, seed):
-    """on_policy_distill_grad changes no argument: not the policies, the samples or the weights."""
+    """on_policy_distill_grad changes no argument: not the policies, the samples or the weights. (Samples of
+    one state move that state's rows only.)"""
     pol, teacher, samples, weights = sampled(lab, seed, True)
-    for args in ((samples, weights), (samples,)):
-        before = repr((pol.theta, teacher.theta, args))
-        student.on_policy_distill_grad(pol, teacher, *args)
-        what = grad_call(pol, teacher, *args)
-        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
-        expect_true(repr((pol.theta, teacher.theta, args)) == before, what, "the call changed its arguments")
+    for s in range(S):
+        mine = [(s, seq) for _, seq in samples]
+        for args in ((mine, list(weights)), (mine,)):
+            before = repr((pol.theta, teacher.theta, args))
+            g = student.on_policy_distill_grad(pol, teacher, *args)
+            what = grad_call(pol, teacher, *args)
+            expect_true(
+                not student.last_changed, what, f"the call changed its arguments {student.last_changed}"
+            )
+            expect_true(
+                repr((pol.theta, teacher.theta, args)) == before, what, "the call changed its arguments"
+            )
+            ok = all((u == s) == nonzero([block]) for u, block in enumerate(g))
+            expect_true(ok, what, f"got {g}: only the rows of state {s} move")

@@ -148,5 +148,7 @@ def test_filter_rollouts_can_keep_nothing(student):
         pairs(student.filter_rollouts(ROLLOUTS, min_reward=3.0)), [], call("filter_rollouts", ROLLOUTS, 3.0)
     )
     expect_equal(pairs(student.filter_rollouts([])), [], call("filter_rollouts", []))
-    got = student.filter_rollouts(ROLLOUTS, min_reward=1.5)  # and not always: R = 2.0 passes 1.5
-    expect_equal(pairs(got), [(1, (1, 1))], call("filter_rollouts", ROLLOUTS, 1.5))
+    some = [(2, (2, 1), 1.0), (3, (0, 2), 0.5)]  # and not always: R = 1.0 passes 0.75
+    expect_equal(
+        pairs(student.filter_rollouts(some, 0.75)), [(2, (2, 1))], call("filter_rollouts", some, 0.75)
+    )
