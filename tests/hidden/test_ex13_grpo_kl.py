@@ -50,7 +50,9 @@ def nonzero(g):
 def expect_one_state(g, s, what):
     """The gradient of a batch of state s only moves the rows of state s: the others stay 0. Beside a check
     of unchanged arguments, this makes an answer that does no work fail it."""
-    ok = all((u == s) == any(abs(x) > 1e-12 for row in block for x in row) for u, block in enumerate(g))
+    ok = len(g) == S and all(
+        (u == s) == any(abs(x) > 1e-12 for row in b for x in row) for u, b in enumerate(g)
+    )
     expect_true(ok, what, f"got {g}: only the rows of state {s} move")
 
 

@@ -69,7 +69,9 @@ def test_kl_k3_is_zero_when_the_log_probs_agree(student):
 def test_kl_k3_is_positive_when_the_log_probs_differ(student):
     """Either way round, log-probabilities that differ give a positive k3 (the log ratio alone would be
     negative one way); a larger gap gives a larger one."""
-    for a, b in [(-1.0, -2.0), (-2.0, -1.0), (LOG_HALF, LOG_QUARTER), (LOG_QUARTER, LOG_HALF)]:
+    pairs = [(-1.0, -2.0), (-2.0, -1.0), (LOG_HALF, LOG_QUARTER), (LOG_QUARTER, LOG_HALF)]
+    pairs += [(-0.5, -0.25), (-3.0, -0.5), (LOG_THIRD, -1.2), (-0.1, -4.0)]
+    for a, b in pairs:
         got, wider = student.kl_k3(a, b), student.kl_k3(a, b + (b - a))
         expect_true(got > 0.0, f"kl_k3({a!r}, {b!r})", f"got {got!r}: expected a positive number")
         expect_true(wider > got, f"kl_k3({a!r}, {2 * b - a!r})", f"got {wider!r}, not more than {got!r}")
