@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import expect_close, expect_true
@@ -139,6 +139,7 @@ def test_token_reverse_kl_changes_sign_when_the_roles_swap(student, lab, theta, 
     expect_close(backward, [-x for x in forward], what, rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=4)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("token_reverse_kl.unchanged")
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), s=st.integers(0, S - 1), seq=SEQ)
 def test_token_reverse_kl_changes_no_argument(student, lab, theta, teacher_theta, s, seq):
@@ -180,6 +181,7 @@ def test_distill_grad_with_exact_weights_is_minus_the_reverse_kl_gradient(
     expect_close(got, want, grad_call(pol, teacher, samples, weights), rel=1e-5, abs=1e-6)
 
 
+@settings(max_examples=4)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.zero_for_teacher")
 @given(theta=thetas(-3.0, 3.0), other=thetas(-3.0, 3.0), samples=SAMPLES, weighted=st.booleans())
 @example(theta=SKEWED, other=UNIFORM, samples=[(0, (0, 1)), (1, (2, 2))], weighted=True)
@@ -196,6 +198,7 @@ def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab, thet
     expect_true(nonzero(g), grad_call(pol, different, samples, weights), f"got {g}: the teacher differs")
 
 
+@settings(max_examples=4)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.default_weights")
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), samples=SAMPLES, extra=SEQ)
 @example(theta=UNIFORM, teacher_theta=SKEWED, samples=[(0, (0, 1)), (0, (2, 2)), (0, (1, 0))], extra=(1, 1))
@@ -219,6 +222,7 @@ def test_distill_grad_default_weights_are_uniform(student, lab, theta, teacher_t
         )
 
 
+@settings(max_examples=4)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.weights_as_given")
 @given(
     theta=thetas(-3.0, 3.0),
@@ -304,11 +308,10 @@ def test_distill_grad_matches_reference_on_sampled_responses(student, lab, refer
 
 
 @pytest.mark.promise("on_policy_distill_grad.unchanged")
-@pytest.mark.parametrize("seed", [0, 1], ids=opaque(2, "run"))
-def test_distill_grad_changes_no_argument(student, lab, seed):
+def test_distill_grad_changes_no_argument(student, lab):
     """on_policy_distill_grad changes no argument: not the policies, the samples or the weights. (Samples of
     one state move that state's rows only.)"""
-    pol, teacher, samples, weights = sampled(lab, seed, True)
+    pol, teacher, samples, weights = sampled(lab, 0, True)
     for s in range(S):
         mine = [(s, seq) for _, seq in samples]
         for args in ((mine, list(weights)), (mine,)):
