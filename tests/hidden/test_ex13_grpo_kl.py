@@ -202,7 +202,7 @@ def with_adv(lab, groups, adv_of):
     return [lab.Group(gr.s, gr.seqs, gr.rewards, adv_of(gr), gr.logp_old) for gr in groups]
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("grpo_grad.kl_when_clipped")
 @given(
     data=st.data(),
@@ -256,7 +256,7 @@ def logp_old(policy, s, q, shifts):
     return [policy.logp_tok(s, t, v) - d for (t, v), d in zip(enumerate(q), shifts, strict=True)]
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("grpo_grad.length_norm")
 @given(
     data=st.data(),
@@ -294,7 +294,7 @@ def test_grpo_grad_weights_each_response_by_its_length(student, lab, data, theta
     expect_close(got, want, what, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("grpo_grad.group_mean")
 @given(
     data=st.data(),
@@ -346,7 +346,7 @@ def test_grpo_grad_is_a_mean_over_responses_then_groups(
     )
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("grpo_grad.advantages_as_given")
 @given(
     data=st.data(),
@@ -423,7 +423,7 @@ def test_grpo_grad_matches_reference_on_collected_groups(student, lab, reference
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("grpo_grad.unchanged")
 @given(
     data=st.data(), theta=thetas(-2.0, 2.0), ref_theta=thetas(-2.0, 2.0), beta=st.sampled_from([0.0, 0.04])

@@ -59,10 +59,10 @@ def log_ratios(pol, teacher, s, seq):
     return [pol.logp_tok(s, t, v) - teacher.logp_tok(s, t, v) for t, v in enumerate(seq)]
 
 
-def expect_signal(student, pol, teacher, s, seq):
+def expect_signal(student, pol, teacher, s, seq, got=None):
     """Against a teacher that differs from the student at these tokens, some term is not 0: beside a check
     of zeros or of a relation between answers, an answer of zeros (or a constant) fails."""
-    got = student.token_reverse_kl(pol, teacher, s, seq)
+    got = student.token_reverse_kl(pol, teacher, s, seq) if got is None else got
     expect_true(
         isinstance(got, list | tuple) and len(got) == len(seq) and any(abs(x) > 1e-6 for x in got),
         kl_call(pol, teacher, s, seq),
@@ -102,8 +102,8 @@ def test_token_reverse_kl_of_a_response_shorter_than_t(student, lab, theta, teac
     0 against the student itself)."""
     pol, teacher = lab.TabPolicy(*LONG, copy3(theta)), lab.TabPolicy(*LONG, copy3(teacher_theta))
     assume(any(abs(x) > 1e-3 for x in log_ratios(pol, teacher, s, seq)))
-    expect_signal(student, pol, teacher, s, seq)
     full = student.token_reverse_kl(pol, teacher, s, seq)
+    expect_signal(student, pol, teacher, s, seq, full)
     got = student.token_reverse_kl(pol, teacher, s, seq[:k])
     what = kl_call(pol, teacher, s, seq[:k]) + f"\n  vs the first {k} terms of {list(full)}"
     expect_close(got, list(full)[:k], what, rel=1e-12, abs=1e-15)
@@ -132,14 +132,14 @@ def test_token_reverse_kl_changes_sign_when_the_roles_swap(student, lab, theta, 
     """Swapping student and teacher negates every term."""
     pol, teacher = lab.TabPolicy(S, T, V, copy3(theta)), lab.TabPolicy(S, T, V, copy3(teacher_theta))
     assume(any(abs(x) > 1e-3 for x in log_ratios(pol, teacher, s, seq)))
-    expect_signal(student, pol, teacher, s, seq)
     forward = student.token_reverse_kl(pol, teacher, s, seq)
+    expect_signal(student, pol, teacher, s, seq, forward)
     backward = student.token_reverse_kl(teacher, pol, s, seq)
     what = kl_call(teacher, pol, s, seq) + f"\n  vs minus the terms with the roles swapped, {list(forward)}"
     expect_close(backward, [-x for x in forward], what, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("token_reverse_kl.unchanged")
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), s=st.integers(0, S - 1), seq=SEQ)
 def test_token_reverse_kl_changes_no_argument(student, lab, theta, teacher_theta, s, seq):
@@ -181,7 +181,7 @@ def test_distill_grad_with_exact_weights_is_minus_the_reverse_kl_gradient(
     expect_close(got, want, grad_call(pol, teacher, samples, weights), rel=1e-5, abs=1e-6)
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.zero_for_teacher")
 @given(theta=thetas(-3.0, 3.0), other=thetas(-3.0, 3.0), samples=SAMPLES, weighted=st.booleans())
 @example(theta=SKEWED, other=UNIFORM, samples=[(0, (0, 1)), (1, (2, 2))], weighted=True)
@@ -198,7 +198,7 @@ def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab, thet
     expect_true(nonzero(g), grad_call(pol, different, samples, weights), f"got {g}: the teacher differs")
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.default_weights")
 @given(theta=thetas(-3.0, 3.0), teacher_theta=thetas(-3.0, 3.0), samples=SAMPLES, extra=SEQ)
 @example(theta=UNIFORM, teacher_theta=SKEWED, samples=[(0, (0, 1)), (0, (2, 2)), (0, (1, 0))], extra=(1, 1))
@@ -211,9 +211,10 @@ def test_distill_grad_default_weights_are_uniform(student, lab, theta, teacher_t
     for batch in (samples, [*samples, (1, extra)]):
         n = len(batch)
         got = student.on_policy_distill_grad(pol, teacher, batch)
-        what = grad_call(pol, teacher, batch) + f"\n  vs the same with weights [1/{n}] * {n}"
-        want = student.on_policy_distill_grad(pol, teacher, batch, [1.0 / n] * n)
-        expect_close(got, want, what, rel=1e-9, abs=1e-12)
+        if batch is not samples:  # one comparison with the weights given is enough
+            what = grad_call(pol, teacher, batch) + f"\n  vs the same with weights [1/{n}] * {n}"
+            want = student.on_policy_distill_grad(pol, teacher, batch, [1.0 / n] * n)
+            expect_close(got, want, what, rel=1e-9, abs=1e-12)
         moved = any(abs(x) > 1e-12 for row in got[1] for x in row)
         expect_true(
             moved == (batch is not samples),
@@ -222,7 +223,7 @@ def test_distill_grad_default_weights_are_uniform(student, lab, theta, teacher_t
         )
 
 
-@settings(max_examples=4)  # several calls per example, each answer checked against the others
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("on_policy_distill_grad.weights_as_given")
 @given(
     theta=thetas(-3.0, 3.0),
