@@ -923,8 +923,9 @@ class PPOSample:
 def clip_flows(A, ratio, eps):
     """Does the clipped objective min(r A, clip(r) A) pass gradient at this ratio?
 
-    A bool: for A > 0, ratio < 1 + eps; for A < 0, ratio > 1 - eps; for A == 0, False. A ratio exactly
-    at the bound is held by the clip (False).
+    A bool: for A > 0, ratio < 1 + eps (however far below 1 - eps it is); for A < 0, ratio > 1 - eps
+    (however far above 1 + eps it is); for A == 0 (or -0.0), False. A ratio exactly at the bound is held
+    by the clip (False).
     """
     return (ratio < 1 + eps) if A > 0 else ((ratio > 1 - eps) if A < 0 else False)
 
@@ -958,7 +959,8 @@ def ppo_grad(policy, samples, clip=0.2):
     r = exp(policy.logp_tok(sm.s, t, v) - sm.logp_old[t]). If clip_flows(sm.A[t], r, clip), the token adds
     add_score(g, policy, sm.s, t, v, sm.A[t] * r / n), where n = len(samples) * len(samples[0].seq) is the
     number of tokens (every sample is as long as the first); a token the clip holds adds nothing. So
-    tokens held by the clip still count in n. Neither the policy nor the samples are changed.
+    tokens held by the clip still count in n. States with no sample stay 0. Neither the policy nor the
+    samples are changed.
     """
     g = zeros_like(policy)
     n = len(samples) * len(samples[0].seq)
@@ -1023,8 +1025,9 @@ def group_advantages(rewards, std_norm=True, eps=1e-6):
     identical rewards has zero advantage for every response: no signal.
 
     The standard deviation is the population one (the module's stdev, dividing by n, not n - 1). eps is the
-    threshold for "identical": when that standard deviation is below eps, every advantage is 0.0, with or
-    without std_norm. Returns a new list in the order of `rewards`, which is not changed.
+    threshold for "identical": when that standard deviation is below eps (a single reward, equal rewards, or
+    a near-tie such as [0.0, 1e-7]), every advantage is 0.0, with or without std_norm; a standard deviation
+    equal to eps is not below it. Returns a new list in the order of `rewards`, which is not changed.
     """
     mu = mean(rewards)
     sd = stdev(rewards)
@@ -1079,8 +1082,8 @@ def grpo_grad(policy, ref, groups, cfg=GRPOConfig()):
     r = exp(lp - lpo[t]), rho = exp(ref.logp_tok(gr.s, t, v) - lp), and
     c = (A * r if clip_flows(A, r, cfg.clip) else 0.0) - cfg.beta * (1 - rho): the KL term counts even
     where the clip holds the surrogate. The token adds add_score(g, policy, gr.s, t, v,
-    w * c / (len(gr.seqs) * len(groups))), w = 1 / len(q) with cfg.length_norm, else 1. Returns a new
-    table shaped like zeros_like(policy); no argument is changed.
+    w * c / (len(gr.seqs) * len(groups))), w = 1 / len(q) with cfg.length_norm, else 1 (groups may differ
+    in size). Returns a new table shaped like zeros_like(policy); no argument is changed.
     """
     g = zeros_like(policy)
     for gr in groups:
@@ -1116,9 +1119,10 @@ def grpo_train(policy, env, rng, iters=60, cfg=GRPOConfig()):
 def sft_grad(policy, data):
     """Gradient of the mean token log-likelihood of the data (cross-entropy, negated).
 
-    data: [(state, response tokens), ...]. For every pair and every position t of its response,
-    add_score(g, policy, state, t, seq[t], 1 / (len(data) * len(seq))). Returns a new table shaped like
-    zeros_like(policy); neither argument is changed.
+    data: [(state, response tokens), ...]; responses may differ in length. For every pair and every
+    position t of its response, add_score(g, policy, state, t, seq[t], 1 / (len(data) * len(seq))): each
+    response's tokens share 1 / len(data). Returns a new table shaped like zeros_like(policy), all zeros
+    for empty data; neither argument is changed.
     """
     g = zeros_like(policy)
     for s, seq in data:
@@ -1135,9 +1139,10 @@ def sft_train(policy, data, epochs=100, lr=1.0):
 def filter_rollouts(rollouts, min_reward=1.0):
     """Rejection sampling: keep (state, response) pairs whose reward passes.
 
-    rollouts: [(state, response, reward), ...]. Returns the (state, response) of every rollout with
-    reward >= min_reward, in their order (a response that passes twice is kept twice); the reward is
-    dropped.
+    rollouts: [(state, response, reward), ...]. Returns a new list: the (state, response) of every rollout
+    with reward >= min_reward (rewards and min_reward may be any numbers), in their order (a response that
+    passes twice is kept twice); the reward is dropped. No rollout, or none that passes, gives [].
+    rollouts is not changed.
     """
     return [(s, seq) for s, seq, R in rollouts if R >= min_reward]
 

@@ -5,12 +5,12 @@ import math
 import random
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from grader.expect import expect_close, expect_equal, expect_pinned, expect_true
+from grader.expect import expect_close, expect_equal, expect_true
 
-from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas
+from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas, zeros
 
 pytestmark = pytest.mark.exercise(11)
 
@@ -47,72 +47,79 @@ def collected(lab, theta_old, delta, env_seed, seed, critic, kl_beta):
 
 # ---- clip_flows ---------------------------------------------------------------------------------------
 
-# Away from the boundaries, both verdicts, both signs: a constant, or a coin flip, fails some of them.
-PINNED_CLIP = [
-    (1.0, 1.1, 0.2, True),
-    (1.0, 1.5, 0.2, False),
-    (2.0, 0.5, 0.3, True),
-    (-1.0, 0.9, 0.2, True),
-    (-1.0, 0.5, 0.2, False),
-    (-2.0, 1.6, 0.3, True),
-    (0.5, 2.0, 0.5, False),
-    (-0.5, 0.3, 0.5, False),
-    (3.0, 1.25, 0.3, True),
-    (0.25, 1.4, 0.3, False),
-    (-3.0, 0.75, 0.3, True),
-    (-0.25, 0.6, 0.3, False),
-]
+# Cases every reading of the clip rule answers alike (ratio 1 passes for either sign): checked beside a
+# boundary or a zero advantage, they make a constant answer fail without costing a mistake elsewhere in
+# the rule the points of these checks.
+CENTRAL = [(1.0, 1.0, 0.2, True), (-1.0, 1.0, 0.2, True), (2.0, 1.0, 0.5, True), (-0.5, 1.0, 0.3, True)]
 
 
-def _pin_clip(student, reference, sign=None):
-    """Each clip_flows property below also pins the verdicts above (a constant answer, or a coin flip,
-    passes it); a check of one sign of A pins that sign's cases only, so a bug of the other sign costs
-    the other sign's checks."""
-    for A, ratio, eps, want in PINNED_CLIP:
-        if sign is None or (A > 0) == (sign > 0):
-            expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+def check_clip(student, cases):
+    for A, ratio, eps, want in cases:
+        expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
 
 
-def _pin_grad(student, reference):
-    """Pins ppo_grad on two batches: a zero table passes the property of clipped tokens."""
-    policy = reference.TabPolicy(
-        S, T, V, [[[0.2 * (s - t + v) for v in range(V)] for t in range(T)] for s in range(S)]
-    )
-    first = reference.PPOSample(s=0, seq=(1, 2), R=0.0, logp_old=[-1.0, -1.2], G=[0.0, 0.0], A=[0.6, -0.3])
-    second = reference.PPOSample(s=1, seq=(0, 0), R=0.0, logp_old=[-1.1, -0.9], G=[0.0, 0.0], A=[1.0, 0.4])
-    expect_pinned(student, reference, "ppo_grad", (policy, [first], 0.2), (policy, [first, second], 0.3))
+@st.composite
+def ratio_cases(draw):
+    """(ratio, eps) with the ratio below 1 - eps, inside the clip range or above 1 + eps, each as often,
+    never within 1e-9 of a bound (the bounds themselves are checked with exact binary values below)."""
+    eps = draw(st.floats(0.01, 0.99))
+    where = draw(st.sampled_from(["below", "inside", "above"]))
+    frac = draw(st.floats(0.001, 0.999))
+    lo, hi = {"below": (0.0, 1 - eps), "inside": (1 - eps, 1 + eps), "above": (1 + eps, 5.0)}[where]
+    ratio = lo + frac * (hi - lo)
+    assume(min(abs(ratio - (1 + eps)), abs(ratio - (1 - eps))) > 1e-9)
+    return ratio, eps
 
 
-@given(A=st.floats(-10, 10), ratio=st.floats(0.0, 5.0), eps=st.floats(0.01, 0.99))
-def test_clip_flows_follows_the_clip_rule(student, A, ratio, eps):
-    """clip_flows is True exactly when A > 0 and ratio < 1 + eps, or A < 0 and ratio > 1 - eps."""
-    if min(abs(ratio - (1 + eps)), abs(ratio - (1 - eps))) < 1e-9:
-        ratio += 1e-6  # the boundaries themselves are checked with exact binary values below
-    want = (A > 0 and ratio < 1 + eps) or (A < 0 and ratio > 1 - eps)
-    expect_equal(student.clip_flows(A, ratio, eps), want, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+@pytest.mark.promise("clip_flows.positive_advantage")
+@given(A=st.floats(1e-6, 10.0), case=ratio_cases())
+@example(A=1.0, case=(0.3, 0.2))  # far below 1 - eps: min() keeps r A, the gradient passes
+@example(A=2.0, case=(1.1, 0.2))
+@example(A=0.5, case=(1.5, 0.2))
+def test_clip_flows_positive_rule(student, A, case):
+    """For A > 0, clip_flows is True exactly when ratio < 1 + eps, however far below 1 - eps it is."""
+    ratio, eps = case
+    check_clip(student, [(A, ratio, eps, ratio < 1 + eps)])
 
 
+@pytest.mark.promise("clip_flows.negative_advantage")
+@given(A=st.floats(-10.0, -1e-6), case=ratio_cases())
+@example(A=-1.0, case=(2.5, 0.2))  # far above 1 + eps: r A is the smaller term, the gradient passes
+@example(A=-2.0, case=(0.9, 0.2))
+@example(A=-0.5, case=(0.5, 0.2))
+def test_clip_flows_negative_rule(student, A, case):
+    """For A < 0, clip_flows is True exactly when ratio > 1 - eps, however far above 1 + eps it is."""
+    ratio, eps = case
+    check_clip(student, [(A, ratio, eps, ratio > 1 - eps)])
+
+
+@pytest.mark.promise("clip_flows.bound_is_held")
 @pytest.mark.parametrize("eps", [0.125, 0.25, 0.375, 0.5, 0.75], ids=opaque(5, "eps"))
 @pytest.mark.parametrize("A", [0.25, 3.0, -0.25, -3.0], ids=opaque(4, "A"))
-def test_clip_flows_at_the_boundaries(student, reference, A, eps):
-    """A ratio exactly at 1 + eps (A > 0) or 1 - eps (A < 0) is held by the clip; the other end passes."""
-    _pin_clip(student, reference, A)
-    held, free = (1 + eps, 1 - eps) if A > 0 else (1 - eps, 1 + eps)
-    expect_equal(student.clip_flows(A, held, eps), False, f"clip_flows({A!r}, {held!r}, {eps!r})")
-    expect_equal(student.clip_flows(A, free, eps), True, f"clip_flows({A!r}, {free!r}, {eps!r})")
+def test_clip_flows_at_the_boundaries(student, A, eps):
+    """A ratio exactly at 1 + eps (A > 0) or 1 - eps (A < 0) is held by the clip (eps exact in binary)."""
+    held = 1 + eps if A > 0 else 1 - eps
+    check_clip(student, [(A, held, eps, False), *CENTRAL])
 
 
+@pytest.mark.promise("clip_flows.zero_advantage")
 @given(ratio=st.floats(0.0, 10.0), eps=st.floats(0.01, 0.99), negative_zero=st.booleans())
-def test_clip_flows_zero_advantage(student, reference, ratio, eps, negative_zero):
-    """A zero advantage never passes gradient."""
-    _pin_clip(student, reference)
+@example(ratio=0.5, eps=0.2, negative_zero=False)  # where A > 0 would pass
+@example(ratio=1.5, eps=0.2, negative_zero=True)  # where A < 0 would pass
+def test_clip_flows_zero_advantage(student, ratio, eps, negative_zero):
+    """A zero advantage (0.0 or -0.0) never passes gradient."""
     A = -0.0 if negative_zero else 0.0
-    expect_equal(student.clip_flows(A, ratio, eps), False, f"clip_flows({A!r}, {ratio!r}, {eps!r})")
+    check_clip(student, [(A, ratio, eps, False), *CENTRAL])
 
 
 # ---- ppo_grad -----------------------------------------------------------------------------------------
 
 
+def nonzero(g):
+    return any(abs(x) > 1e-9 for block in g for row in block for x in row)
+
+
+@pytest.mark.promise("ppo_grad.formula")
 @given(
     theta_old=thetas(-2.0, 2.0),
     delta=thetas(-0.6, 0.6),
@@ -149,59 +156,113 @@ def trained_case(lab, reference, seed):
     return policy, samples
 
 
+@pytest.mark.promise("ppo_grad.formula")
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6], ids=opaque(6, "batch"))
 @pytest.mark.parametrize("clip", [0.2, 0.05], ids=opaque(2, "clip"))
 def test_ppo_grad_matches_reference_on_collected_batches(student, lab, reference, seed, clip):
-    """ppo_grad matches the reference on batches collected from a trained policy, and changes no argument."""
+    """ppo_grad matches the reference on batches collected from a trained policy."""
     policy, samples = trained_case(lab, reference, seed)
     assert margin(policy, samples, clip) > 1e-6, "test input too close to a clip boundary"
-    theta_before, samples_before = repr(policy.theta), repr(samples)
     want = reference.ppo_grad(policy, samples, clip)
     got = student.ppo_grad(policy, samples, clip)
-    what = grad_call(policy, samples, clip)
-    expect_close(got, want, what, rel=1e-9, abs=1e-12)
-    expect_true(repr(policy.theta) == theta_before, f"{what} changed the policy's theta")
-    expect_true(repr(samples) == samples_before, f"{what} changed the samples")
+    expect_close(got, want, grad_call(policy, samples, clip), rel=1e-9, abs=1e-12)
 
 
 @st.composite
-def blocked_samples(draw, lab, clip):
-    """Samples whose every token the clip holds: A > 0 and r > 1 + clip, A < 0 and r < 1 - clip, or A = 0."""
-    policy_theta = draw(thetas(-2.0, 2.0))
-    policy = lab.TabPolicy(S, T, V, policy_theta)
-    out = []
+def blocked_case(draw):
+    """(theta, clip, specs): specs (s, seq, A, ratios) of samples whose every token the clip holds: A > 0
+    and r > 1 + clip, A < 0 and r < 1 - clip, or A = 0 (any ratio). A held ratio lies as often within 0.1
+    of its bound (where a wider clip would pass it) as further out."""
+    theta = draw(thetas(-2.0, 2.0))
+    clip = draw(st.sampled_from([0.1, 0.15, 0.3]))
+    specs = []
     for _ in range(draw(st.integers(1, 3))):
         s = draw(st.integers(0, S - 1))
         seq = tuple(draw(st.integers(0, V - 1)) for _ in range(T))
-        A, logp_old = [], []
-        for t, v in enumerate(seq):
+        A, ratios = [], []
+        for _ in seq:
             kind = draw(st.sampled_from(["up", "down", "zero"]))
-            gap = draw(st.floats(0.01, 1.0))
-            a = {"up": 1.0, "down": -1.0, "zero": 0.0}[kind] * draw(st.floats(0.1, 2.0))
+            gap = draw(st.one_of(st.floats(0.001, 0.1), st.floats(0.1, 1.0)))
+            A.append({"up": 1.0, "down": -1.0, "zero": 0.0}[kind] * draw(st.floats(0.1, 2.0)))
             free = draw(st.floats(0.2, 3.0))
-            r = {"up": 1 + clip + gap, "down": max(1e-3, 1 - clip - gap), "zero": free}[kind]
-            A.append(a)
-            logp_old.append(policy.logp_tok(s, t, v) - math.log(r))
-        out.append(lab.PPOSample(s, seq, 0.0, logp_old, [0.0] * T, A))
-    return policy, out
+            ratios.append({"up": 1 + clip + gap, "down": max(1e-3, 1 - clip - gap), "zero": free}[kind])
+        specs.append((s, seq, A, ratios))
+    return theta, clip, specs
 
 
-@given(
-    data=st.data(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6), clip=st.sampled_from([0.1, 0.2])
-)
-def test_ppo_grad_ignores_clipped_tokens(student, reference, lab, data, env_seed, seed, clip):
-    """Tokens the clip holds add nothing: appending them only changes the normalisation."""
-    _pin_grad(student, reference)
-    policy, extra = data.draw(blocked_samples(lab, clip))
+def blocked_samples(lab, case):
+    """The policy, the clip and the PPOSamples of a blocked_case."""
+    theta, clip, specs = case
+    policy = lab.TabPolicy(S, T, V, copy3(theta))
+    samples = []
+    for s, seq, A, ratios in specs:
+        logp_old = [
+            policy.logp_tok(s, t, v) - math.log(r) for (t, v), r in zip(enumerate(seq), ratios, strict=True)
+        ]
+        samples.append(lab.PPOSample(s, seq, 0.0, logp_old, [0.0] * T, list(A)))
+    return policy, clip, samples
+
+
+ZERO_THETA = [[[0.0] * V for _ in range(T)] for _ in range(S)]
+# Ratios just past the bounds of clip 0.1 (a clip of 0.2 would pass them), and a zero advantage.
+NEAR_BOUND = (ZERO_THETA, 0.1, [(0, (1, 2), [1.0, -1.0], [1.15, 0.85]), (1, (0, 0), [0.0, 2.0], [1.0, 1.12])])
+
+
+def base_batch(lab, policy, env_seed, seed):
+    """A batch collected from the policy itself (every ratio 1, no advantage 0): every token passes."""
     env = lab.ToyEnv(S, T, V, seed=env_seed)
     critic = [[0.5, -0.5]] * S
-    base = lab.ppo_collect(policy, policy.copy(), env, critic, random.Random(seed), lab.PPOConfig(batch=4))
-    alone = student.ppo_grad(policy, extra, clip)
-    zero = [[[0.0] * V for _ in range(T)] for _ in range(S)]
-    expect_close(alone, zero, grad_call(policy, extra, clip), abs=1e-12)
+    return lab.ppo_collect(policy, policy.copy(), env, critic, random.Random(seed), lab.PPOConfig(batch=4))
+
+
+@pytest.mark.promise("ppo_grad.clipped_tokens_add_nothing")
+@given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
+@example(case=NEAR_BOUND, env_seed=0, seed=0)
+def test_ppo_grad_ignores_clipped_tokens(student, lab, case, env_seed, seed):
+    """Tokens the clip holds at the given clip add nothing: a batch of them alone gives zero (and a batch
+    whose tokens pass does not)."""
+    policy, clip, held = blocked_samples(lab, case)
+    expect_close(student.ppo_grad(policy, held, clip), zeros(), grad_call(policy, held, clip), abs=1e-12)
+    base = base_batch(lab, policy, env_seed, seed)
     g_base = student.ppo_grad(policy, base, clip)
-    g_all = student.ppo_grad(policy, base + extra, clip)
-    k = len(base) / (len(base) + len(extra))
+    expect_true(nonzero(g_base), grad_call(policy, base, clip), f"got {g_base}: tokens that pass add to it")
+
+
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
+@pytest.mark.promise("ppo_grad.token_count")
+@given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
+@example(case=NEAR_BOUND, env_seed=0, seed=0)
+def test_ppo_grad_held_tokens_still_count(student, lab, case, env_seed, seed):
+    """Appending held tokens only changes the normalisation: n counts every token, held or not."""
+    policy, clip, held = blocked_samples(lab, case)
+    base = base_batch(lab, policy, env_seed, seed)
+    g_base = student.ppo_grad(policy, base, clip)
+    expect_true(nonzero(g_base), grad_call(policy, base, clip), f"got {g_base}: tokens that pass add to it")
+    g_all = student.ppo_grad(policy, base + held, clip)
+    k = len(base) / (len(base) + len(held))
     want = [[[k * x for x in row] for row in block] for block in g_base]
-    what = grad_call(policy, base + extra, clip) + f"\n  vs {k:.3f} x the gradient of its first {len(base)}"
+    what = grad_call(policy, base + held, clip) + f"\n  vs {k:.3f} x the gradient of its first {len(base)}"
     expect_close(g_all, want, what, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
+@pytest.mark.promise("ppo_grad.unchanged")
+@given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
+def test_ppo_grad_changes_no_argument(student, lab, case, env_seed, seed):
+    """ppo_grad changes neither the policy nor the samples (their log-probabilities, advantages, ...). (A
+    batch of one state moves that state's rows only.)"""
+    policy, clip, held = blocked_samples(lab, case)
+    base = base_batch(lab, policy, env_seed, seed)
+    for s in range(S):
+        samples = [sm for sm in base + held if sm.s == s]
+        logp = [policy.logp_tok(s, 0, 0), policy.logp_tok(s, 1, 2)]  # ratio 1: it passes
+        samples.append(lab.PPOSample(s, (0, 2), 0.0, logp, [0.0, 0.0], [0.7, -0.4]))
+        before = repr((policy.theta, samples))
+        g = student.ppo_grad(policy, samples, clip)
+        what = grad_call(policy, samples, clip)
+        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
+        expect_true(repr((policy.theta, samples)) == before, what, "the call changed its arguments")
+        ok = len(g) == S and all(
+            (u == s) == any(abs(x) > 1e-12 for row in b for x in row) for u, b in enumerate(g)
+        )
+        expect_true(ok, what, f"got {g}: only the rows of state {s} move")

@@ -1,13 +1,13 @@
-"""Exercise 12, group advantages (hidden): z-score properties of `group_advantages` and comparisons with
-the reference."""
+"""Exercise 12, group advantages (hidden): z-score properties of `group_advantages`, its ties and near-ties
+with and without std_norm, its eps threshold, and comparisons with the reference."""
 
 import math
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_pinned, expect_true
+from grader.expect import call, expect_close, expect_true
 
 from .gradients import opaque
 
@@ -27,20 +27,37 @@ def psd(xs):
 
 
 def spread(min_sd=1e-3, min_size=2):
-    """Reward lists whose population sd is clearly above any threshold in play."""
-    return st.lists(REWARD, min_size=min_size, max_size=12).filter(lambda xs: psd(xs) > min_sd)
+    """Reward lists whose population sd is clearly above any threshold in play, negative rewards and
+    repeated values included."""
+    values = st.one_of(REWARD, st.sampled_from([0.0, 1.0, -1.0]))
+    return st.lists(values, min_size=min_size, max_size=12).filter(lambda xs: psd(xs) > min_sd)
 
 
-def _pin(student, reference):
-    """Each property below also pins two groups' advantages: zeros or a constant satisfy most of them. The
-    pins subtract the mean only (std_norm=False), so that a wrong standard deviation costs the checks of
-    the standard deviation, not these."""
-    expect_pinned(
-        student, reference, "group_advantages", ([3.0, 1.0, 2.5], False), ([0.0, 4.0, 1.0, 1.0], False)
+def expect_signal(student, rewards, std_norm=True, **kw):
+    """A group that is not a tie carries signal: a reward above the mean gets a positive advantage, one below
+    it a negative one. Beside a check of zeros, this makes an answer of zeros (or a constant) fail it,
+    without pinning the values, which a wrong mean or standard deviation would miss: that mistake costs the
+    checks of the values."""
+    got = student.group_advantages(rewards, std_norm, **kw)
+    m = pmean(rewards)
+    tol = 1e-9 * (1.0 + max(abs(r) for r in rewards))  # a reward this close to the mean may go either way
+    expect_true(
+        isinstance(got, list | tuple)
+        and len(got) == len(rewards)
+        and all(a > 0 for a, r in zip(got, rewards, strict=True) if r > m + tol)
+        and all(a < 0 for a, r in zip(got, rewards, strict=True) if r < m - tol),
+        call("group_advantages", rewards, std_norm, **kw),
+        f"got {got!r}: a reward above the mean {m!r} should get a positive advantage, below it a negative",
     )
 
 
+# ---- z-scores (std_norm) --------------------------------------------------------------------------------
+
+
+@pytest.mark.promise("group_advantages.z_score")
 @given(rewards=spread())
+@example(rewards=[2.0, 4.0])  # the population sd is 1, the sample sd sqrt(2)
+@example(rewards=[-3.0, -1.0, -1.0, 5.0])
 def test_advantages_are_z_scores(student, rewards):
     """With std_norm, the advantages have mean 0 and population standard deviation 1."""
     adv = student.group_advantages(rewards)
@@ -50,76 +67,37 @@ def test_advantages_are_z_scores(student, rewards):
     expect_close(psd(adv), 1.0, f"population sd of {what} = {list(adv)}", rel=1e-9)
 
 
-@given(rewards=spread(), std_norm=st.booleans())
-def test_advantages_match_reference(student, reference, rewards, std_norm):
-    """Advantages match the reference, response by response, and the rewards are left as they were."""
-    before = list(rewards)
-    want = reference.group_advantages(before, std_norm)
-    got = student.group_advantages(rewards, std_norm)
-    what = call("group_advantages", before, std_norm)
-    expect_close(got, want, what, rel=1e-9, abs=1e-9)
-    expect_true(rewards == before, f"{what} changed its rewards to {rewards}")
+@pytest.mark.promise("group_advantages.z_score")
+@given(rewards=spread())
+@example(rewards=[1.0, 0.0, 0.0, 0.0])
+def test_advantages_match_reference(student, reference, rewards):
+    """With std_norm, the advantages match the reference, response by response."""
+    want = reference.group_advantages(list(rewards), True)
+    expect_close(
+        student.group_advantages(rewards, True), want, call("group_advantages", rewards, True), abs=1e-9
+    )
 
 
-@given(value=REWARD, n=st.integers(1, 12), std_norm=st.booleans())
-def test_identical_rewards_give_zeros(student, reference, value, n, std_norm):
-    """A group whose rewards are all equal gets zero advantage everywhere, with or without std_norm."""
-    _pin(student, reference)
-    rewards = [value] * n
-    what = call("group_advantages", rewards, std_norm=std_norm)
-    expect_close(student.group_advantages(rewards, std_norm=std_norm), [0.0] * n, what, abs=1e-12)
-
-
-@given(
-    base=REWARD,
-    jitter=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=12),
-    scale=st.sampled_from([1e-9, 1e-8, 1e-7]),
-)
-def test_spread_below_eps_gives_zeros(student, reference, base, jitter, scale):
-    """A group whose standard deviation is below eps counts as identical: zero advantages."""
-    _pin(student, reference)
-    rewards = [base + scale * j for j in jitter]
-    assume(psd(rewards) < 5e-7)
-    what = call("group_advantages", rewards)
-    expect_close(student.group_advantages(rewards), [0.0] * len(rewards), what, abs=1e-12)
-
-
-@given(rewards=spread(min_sd=0.01), factor=st.floats(2.0, 50.0))
-def test_eps_argument_is_the_threshold(student, rewards, factor):
-    """eps sets the threshold: a standard deviation below it gives zeros, one above it a z-score."""
-    sd = psd(rewards)
-    below = student.group_advantages(rewards, eps=sd * factor)
-    expect_close(below, [0.0] * len(rewards), call("group_advantages", rewards, eps=sd * factor), abs=1e-12)
-    above = student.group_advantages(rewards, eps=sd / factor)
-    what = call("group_advantages", rewards, eps=sd / factor)
-    expect_close(psd(above), 1.0, f"population sd of {what} = {list(above)}", rel=1e-9)
-
-
-@given(rewards=spread(), shift=st.floats(-50, 50), std_norm=st.booleans())
-def test_shift_invariance(student, reference, rewards, shift, std_norm):
-    """Adding a constant to every reward leaves the advantages unchanged."""
-    _pin(student, reference)
-    moved = [r + shift for r in rewards]
-    assume(psd(moved) > 1e-3)
-    want = student.group_advantages(rewards, std_norm)
-    got = student.group_advantages(moved, std_norm)
-    what = call("group_advantages", moved, std_norm) + f"\n  vs the same without the shift {shift!r}"
-    expect_close(got, want, what, rel=1e-6, abs=1e-6)
-
-
+@pytest.mark.promise("group_advantages.z_score")
 @given(rewards=spread(), scale=st.floats(0.01, 100.0))
-def test_scale_invariance(student, reference, rewards, scale):
+def test_scale_invariance(student, rewards, scale):
     """With std_norm, multiplying every reward by a positive constant leaves the advantages unchanged."""
-    _pin(student, reference)
     scaled = [r * scale for r in rewards]
     assume(psd(scaled) > 1e-3)
+    expect_signal(student, rewards)
     want = student.group_advantages(rewards)
     got = student.group_advantages(scaled)
     what = call("group_advantages", scaled) + f"\n  vs the same without the factor {scale!r}"
     expect_close(got, want, what, rel=1e-9, abs=1e-9)
 
 
+# ---- the mean only (std_norm=False) ---------------------------------------------------------------------
+
+
+@pytest.mark.promise("group_advantages.mean_only")
 @given(rewards=spread())
+@example(rewards=[1.0, 0.0, 0.0, 0.0])
+@example(rewards=[-2.0, 3.0, -2.0])
 def test_without_std_norm_only_the_mean_is_subtracted(student, rewards):
     """With std_norm off, each advantage is its reward minus the group mean."""
     m = pmean(rewards)
@@ -127,15 +105,34 @@ def test_without_std_norm_only_the_mean_is_subtracted(student, rewards):
     expect_close(student.group_advantages(rewards, std_norm=False), [r - m for r in rewards], what, abs=1e-9)
 
 
-@pytest.mark.parametrize(
-    "rewards",
-    [[1, 0, 0, 0], [0, 1, 1, 0, 1, 1, 1, 0], [1], [0, 0, 0, 0, 0, 0, 0, 1], [1.0, 0.0]],
-    ids=opaque(5, "group"),
+@pytest.mark.promise("group_advantages.mean_only")
+@given(rewards=spread(), shift=st.floats(-50, 50))
+def test_shift_moves_nothing(student, rewards, shift):
+    """Adding a constant to every reward leaves the advantages unchanged (std_norm off)."""
+    moved = [r + shift for r in rewards]
+    assume(psd(moved) > 1e-3)
+    expect_signal(student, rewards, False)
+    want = student.group_advantages(rewards, False)
+    got = student.group_advantages(moved, False)
+    what = call("group_advantages", moved, False) + f"\n  vs the same without the shift {shift!r}"
+    expect_close(got, want, what, rel=1e-6, abs=1e-6)
+
+
+BINARY = [[0, 0, 1, 0], [0, 1, 1, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 0, 0, 1], [1.0, 0.0]]
+Z_SCORE, MEAN_ONLY = (
+    pytest.mark.promise("group_advantages.z_score"),
+    pytest.mark.promise("group_advantages.mean_only"),
 )
-@pytest.mark.parametrize("std_norm", [True, False], ids=opaque(2, "norm"))
+
+
+@pytest.mark.parametrize("rewards", BINARY, ids=opaque(len(BINARY), "group"))
+@pytest.mark.parametrize(
+    "std_norm",
+    [pytest.param(True, marks=Z_SCORE), pytest.param(False, marks=MEAN_ONLY)],
+    ids=opaque(2, "norm"),
+)
 def test_binary_reward_groups_match_reference(student, reference, rewards, std_norm):
     """Groups of 0/1 rewards, as the toy environment gives, match the reference."""
-    _pin(student, reference)
     want = reference.group_advantages(rewards, std_norm)
     expect_close(
         student.group_advantages(rewards, std_norm),
@@ -143,3 +140,90 @@ def test_binary_reward_groups_match_reference(student, reference, rewards, std_n
         call("group_advantages", rewards, std_norm),
         abs=1e-9,
     )
+
+
+# ---- ties, near-ties and the threshold ------------------------------------------------------------------
+
+
+@pytest.mark.promise("group_advantages.identical_zero")
+@given(
+    value=st.one_of(REWARD, st.sampled_from([0.0, 1.0, -1.0, 0.1])),
+    n=st.integers(1, 12),
+    std_norm=st.booleans(),
+)
+@example(value=1.0, n=1, std_norm=True)  # a single reward
+@example(value=0.1, n=3, std_norm=False)  # the mean of [0.1] * 3 is not exactly 0.1
+@example(value=-7.0, n=8, std_norm=True)
+def test_identical_rewards_give_zeros(student, value, n, std_norm):
+    """A group whose rewards are all equal (a single reward too) gets zero advantage everywhere, with or
+    without std_norm; one reward raised above the others is signal again."""
+    rewards = [value] * n
+    what = call("group_advantages", rewards, std_norm=std_norm)
+    expect_close(student.group_advantages(rewards, std_norm=std_norm), [0.0] * n, what, abs=1e-12)
+    expect_signal(student, [*rewards, value + 1.0], std_norm)
+
+
+@pytest.mark.promise("group_advantages.below_eps_zero")
+@given(
+    base=st.one_of(REWARD, st.just(0.0)),
+    jitter=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=12),
+    scale=st.sampled_from([1e-9, 1e-8, 1e-7]),
+    std_norm=st.booleans(),
+)
+@example(base=0.0, jitter=[0.0, 1.0], scale=1e-7, std_norm=False)  # [0, 1e-7]: sd 5e-8, a near-tie
+@example(base=3.0, jitter=[1.0, -1.0, 1.0, -1.0], scale=1e-7, std_norm=True)
+@example(base=-2.0, jitter=[1.0, -1.0, 0.0], scale=1e-7, std_norm=False)
+def test_spread_below_eps_gives_zeros(student, base, jitter, scale, std_norm):
+    """A group whose standard deviation is below eps counts as identical: zero advantages, with or without
+    std_norm (then r - mean would be tiny but not 0); a spread well above eps is signal again."""
+    rewards = [base + scale * j for j in jitter]
+    assume(psd(rewards) < 5e-7)
+    what = call("group_advantages", rewards, std_norm)
+    expect_close(student.group_advantages(rewards, std_norm), [0.0] * len(rewards), what, abs=1e-15)
+    expect_signal(student, [base + 1e-3 * i for i in range(len(jitter))], std_norm)
+
+
+@pytest.mark.promise("group_advantages.eps_threshold")
+@given(rewards=spread(min_sd=0.01), factor=st.floats(2.0, 50.0), std_norm=st.booleans())
+def test_eps_argument_is_the_threshold(student, rewards, factor, std_norm):
+    """eps sets the threshold: a standard deviation below it gives zeros, one above it the advantages."""
+    sd = psd(rewards)
+    below = student.group_advantages(rewards, std_norm, eps=sd * factor)
+    what = call("group_advantages", rewards, std_norm, eps=sd * factor)
+    expect_close(below, [0.0] * len(rewards), what, abs=1e-12)
+    expect_signal(student, rewards, std_norm, eps=sd / factor)
+
+
+# Groups whose population standard deviation is exactly 1.0 or 0.5 however it is computed (a mean and
+# squared deviations exact in binary): at eps equal to it, the standard deviation is not below eps.
+AT_EPS = [([1.0, 3.0], 1.0), ([0.0, 0.0, 2.0, 2.0], 1.0), ([4.0, 5.0], 0.5), ([-1.0, -2.0, -1.0, -2.0], 0.5)]
+
+
+@pytest.mark.promise("group_advantages.eps_threshold")
+@pytest.mark.parametrize("rewards, sd", AT_EPS, ids=opaque(len(AT_EPS), "group"))
+@pytest.mark.parametrize("std_norm", [True, False], ids=opaque(2, "norm"))
+def test_standard_deviation_equal_to_eps_is_not_below_it(student, rewards, sd, std_norm):
+    """At eps equal to the standard deviation the advantages are the usual ones (z-scores or r - mean);
+    just above it, zeros."""
+    m = pmean(rewards)
+    want = [(r - m) / (sd if std_norm else 1.0) for r in rewards]
+    what = call("group_advantages", rewards, std_norm, eps=sd)
+    expect_close(student.group_advantages(rewards, std_norm, eps=sd), want, what, abs=1e-12)
+    what = call("group_advantages", rewards, std_norm, eps=sd * 1.001)
+    expect_close(student.group_advantages(rewards, std_norm, eps=sd * 1.001), [0.0] * len(rewards), what)
+
+
+# ---- the rewards are not changed ------------------------------------------------------------------------
+
+
+@pytest.mark.promise("group_advantages.unchanged")
+@given(rewards=spread(), std_norm=st.booleans())
+@example(rewards=[1.0, 0.0, 0.0, 0.0], std_norm=True)
+@example(rewards=[2.0, 2.0, 5.0], std_norm=False)
+def test_rewards_are_not_changed(student, rewards, std_norm):
+    """group_advantages returns a new list and leaves its rewards as they were (and its advantages follow
+    the rewards: above the mean positive, below it negative)."""
+    before = list(rewards)
+    expect_signal(student, rewards, std_norm)
+    what = call("group_advantages", before, std_norm)
+    expect_true(not student.last_changed and rewards == before, what, "the call changed its rewards")

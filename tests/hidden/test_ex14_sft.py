@@ -5,10 +5,10 @@ import math
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas, zeros
 
@@ -17,19 +17,15 @@ pytestmark = pytest.mark.exercise(14)
 
 PAIR = st.tuples(st.integers(0, S - 1), st.tuples(*[st.integers(0, V - 1)] * T))
 DATA = st.lists(PAIR, min_size=1, max_size=6)
+LONG = (2, 3, 3)  # policies with T = 3: responses of 1, 2 and 3 tokens
+MIXED_PAIR = st.tuples(
+    st.integers(0, LONG[0] - 1), st.lists(st.integers(0, LONG[2] - 1), min_size=1, max_size=3).map(tuple)
+)
+MIXED = st.lists(MIXED_PAIR, min_size=1, max_size=5)
 
 
 def grad_call(policy, data):
     return f"sft_grad({policy_text(policy)}, {data!r})"
-
-
-def _pin(student, reference):
-    """Each sft_grad property below also pins two gradients: a zero table satisfies them."""
-    policy = reference.TabPolicy(
-        S, T, V, [[[0.3 * (s + t) - 0.4 * v for v in range(V)] for t in range(T)] for s in range(S)]
-    )
-    data = [(0, (1, 2)), (1, (0, 0)), (0, (1, 0))]
-    expect_pinned(student, reference, "sft_grad", (policy, data), (policy, data[1:]))
 
 
 def mean_token_loglik(policy, data):
@@ -38,52 +34,55 @@ def mean_token_loglik(policy, data):
     )
 
 
+def nonzero(g):
+    return any(abs(x) > 1e-9 for block in g for row in block for x in row)
+
+
+def combined(g1, g2, k1, k2):
+    return [
+        [[k1 * a + k2 * b for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(b1, b2, strict=True)]
+        for b1, b2 in zip(g1, g2, strict=True)
+    ]
+
+
 # ---- sft_grad -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("sft_grad.formula")
 @given(theta=thetas(-3.0, 3.0), data=DATA)
+@example(theta=[[[0.0] * V] * T] * S, data=[(0, (1, 2)), (0, (1, 0))])
 def test_sft_grad_is_the_gradient_of_the_mean_token_log_likelihood(student, lab, theta, data):
     """sft_grad equals the central-difference gradient of the mean token log-likelihood of the data."""
-    policy = lab.TabPolicy(S, T, V, theta)
+    policy = lab.TabPolicy(S, T, V, copy3(theta))
     want = central_difference(lambda: mean_token_loglik(policy, data), policy)
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), rel=1e-5, abs=1e-6)
 
 
-@given(theta=thetas(-3.0, 3.0), data=DATA)
-def test_sft_grad_structure(student, reference, lab, theta, data):
-    """Each logit row of the gradient sums to 0, and rows that no data token reaches are 0."""
-    _pin(student, reference)
-    policy = lab.TabPolicy(S, T, V, theta)
-    g = student.sft_grad(policy, data)
-    what = grad_call(policy, data)
-    seen = {(s, t) for s, seq in data for t in range(len(seq))}
-    for s in range(S):
-        for t in range(T):
-            row = g[s][t]
-            expect_close(math.fsum(row), 0.0, f"sum of row [{s}][{t}] = {list(row)} of {what}", abs=1e-12)
-            if (s, t) not in seen:
-                expect_close(row, [0.0] * V, f"row [{s}][{t}] (no data token there) of {what}", abs=1e-15)
-
-
-@given(theta=thetas(-3.0, 3.0), first=DATA, second=DATA)
-def test_sft_grad_of_joined_data_is_the_weighted_mean(student, reference, lab, theta, first, second):
-    """The gradient on two data sets joined is their gradients' mean weighted by their sizes."""
-    _pin(student, reference)
-    policy = lab.TabPolicy(S, T, V, theta)
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
+@pytest.mark.promise("sft_grad.per_response_weight")
+@given(theta=thetas(-3.0, 3.0, *LONG), first=MIXED, second=MIXED)
+@example(theta=[[[0.0] * 3] * 3] * 2, first=[(0, (1,))], second=[(0, (1, 2, 0)), (1, (2, 2))])
+def test_sft_grad_weighs_each_response_alike(student, lab, theta, first, second):
+    """Responses may be shorter than T, and each response's tokens share 1 / len(data): the gradient on two
+    data sets joined is their gradients' mean weighted by their numbers of responses (not of tokens), and
+    a response's first position gets 1 / len(seq) of what its first token alone would give."""
+    policy = lab.TabPolicy(*LONG, copy3(theta))
     g1, g2 = student.sft_grad(policy, first), student.sft_grad(policy, second)
-    g = student.sft_grad(policy, first + second)
     n1, n2 = len(first), len(second)
-    want = [
-        [
-            [(n1 * a + n2 * b) / (n1 + n2) for a, b in zip(r1, r2, strict=True)]
-            for r1, r2 in zip(b1, b2, strict=True)
-        ]
-        for b1, b2 in zip(g1, g2, strict=True)
-    ]
+    g = student.sft_grad(policy, first + second)
     what = (
-        grad_call(policy, first + second) + f"\n  vs the size-weighted mean of its first {n1} and last {n2}"
+        grad_call(policy, first + second)
+        + f"\n  vs the mean of its first {n1} and last {n2}, weighted by size"
     )
-    expect_close(g, want, what, rel=1e-9, abs=1e-12)
+    expect_close(g, combined(g1, g2, n1 / (n1 + n2), n2 / (n1 + n2)), what, rel=1e-9, abs=1e-12)
+    for s, seq in (first[0], second[-1]):
+        alone = student.sft_grad(policy, [(s, seq[:1])])
+        expect_true(nonzero(alone), grad_call(policy, [(s, seq[:1])]), f"got {alone}: one token's gradient")
+        whole = student.sft_grad(policy, [(s, seq)])
+        what = (
+            grad_call(policy, [(s, seq)]) + f"\n  position 0 vs 1/{len(seq)} x that of its first token alone"
+        )
+        expect_close(whole[s][0], [x / len(seq) for x in alone[s][0]], what, rel=1e-9, abs=1e-12)
 
 
 @st.composite
@@ -99,13 +98,18 @@ def fitted_case(draw):
     return theta, data
 
 
+@pytest.mark.promise("sft_grad.formula")
 @given(case=fitted_case())
-def test_sft_grad_vanishes_where_the_policy_matches_the_data(student, reference, lab, case):
-    """The gradient is 0 when the policy's token probabilities equal the data's token frequencies."""
-    _pin(student, reference)
+def test_sft_grad_vanishes_where_the_policy_matches_the_data(student, lab, case):
+    """The gradient is 0 when the policy's token probabilities equal the data's token frequencies (and not
+    0 without the last response, whose tokens then are less frequent than their probabilities)."""
     theta, data = case
     policy = lab.TabPolicy(1, T, V, theta)
     expect_close(student.sft_grad(policy, data), zeros(1), grad_call(policy, data), abs=1e-12)
+    fewer = student.sft_grad(policy, data[:-1])
+    expect_true(
+        nonzero(fewer), grad_call(policy, data[:-1]), f"got {fewer}: the policy does not fit this data"
+    )
 
 
 BEHAVIOUR = [
@@ -120,24 +124,56 @@ LEARNER = [
 ]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3], ids=opaque(4, "run"))
-def test_sft_grad_matches_reference_on_filtered_rollouts(student, lab, reference, seed):
-    """sft_grad matches the reference on rollouts that pass the filter, and changes no argument."""
+def filtered_data(lab, seed):
     env = lab.ToyEnv(3, 2, 3, seed=seed)
     behaviour = lab.TabPolicy(3, 2, 3, copy3(BEHAVIOUR))
     rollouts = lab.collect(behaviour, env, random.Random(seed), 60)
-    data = [(s, seq) for s, seq, R in rollouts if R >= 1.0] + [(s, seq) for s, seq, _ in rollouts[:5]]
+    return [(s, seq) for s, seq, R in rollouts if R >= 1.0] + [(s, seq) for s, seq, _ in rollouts[:5]]
+
+
+@pytest.mark.promise("sft_grad.formula")
+@pytest.mark.parametrize("seed", [0, 1, 2, 3], ids=opaque(4, "run"))
+def test_sft_grad_matches_reference_on_filtered_rollouts(student, lab, reference, seed):
+    """sft_grad matches the reference on rollouts that pass the filter."""
+    data = filtered_data(lab, seed)
     policy = lab.TabPolicy(3, 2, 3, copy3(LEARNER))
-    before = repr((policy.theta, data))
     want = reference.sft_grad(policy, data)
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), rel=1e-9, abs=1e-12)
-    expect_true(
-        repr((policy.theta, data)) == before, f"{grad_call(policy, data)} changed one of its arguments"
-    )
+
+
+@pytest.mark.promise("sft_grad.empty_data")
+@given(theta=thetas(-3.0, 3.0), pair=PAIR)
+@example(theta=[[[0.0] * V] * T] * S, pair=(1, (0, 2)))
+def test_sft_grad_of_empty_data_is_zero(student, lab, theta, pair):
+    """Empty data (nothing passed the filter) gives a table of zeros; one response does not."""
+    policy = lab.TabPolicy(S, T, V, copy3(theta))
+    expect_close(student.sft_grad(policy, []), zeros(), grad_call(policy, []), abs=0.0)
+    one = student.sft_grad(policy, [pair])
+    expect_true(nonzero(one), grad_call(policy, [pair]), f"got {one}: one response's gradient is not 0")
+
+
+@settings(max_examples=3)  # several calls per example, each answer checked against the others
+@pytest.mark.promise("sft_grad.unchanged")
+@given(theta=thetas(-3.0, 3.0, *LONG), data=MIXED)
+def test_sft_grad_changes_no_argument(student, lab, theta, data):
+    """sft_grad changes neither the policy nor the data. (Data of one state moves that state's rows only.)"""
+    policy = lab.TabPolicy(*LONG, copy3(theta))
+    for s in range(LONG[0]):
+        mine = [(s, seq) for _, seq in data]
+        before = repr((policy.theta, mine))
+        g = student.sft_grad(policy, mine)
+        what = grad_call(policy, mine)
+        expect_true(not student.last_changed, what, f"the call changed its arguments {student.last_changed}")
+        expect_true(repr((policy.theta, mine)) == before, what, "the call changed its arguments")
+        ok = len(g) == LONG[0] and all(
+            (u == s) == any(abs(x) > 1e-12 for row in b for x in row) for u, b in enumerate(g)
+        )
+        expect_true(ok, what, f"got {g}: only the rows of state {s} move")
 
 
 # ---- filter_rollouts ----------------------------------------------------------------------------------
 
+THRESHOLDS = [0.0, 0.25, 0.5, 1.0, 1.5, 3.0]
 ROLLOUT = st.tuples(
     st.integers(0, 5), st.tuples(*[st.integers(0, 3)] * 2), st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0])
 )
@@ -150,32 +186,107 @@ def pairs(got):
         return got
 
 
-@given(rollouts=st.lists(ROLLOUT, max_size=12), min_reward=st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0]))
-def test_filter_rollouts_keeps_the_passing_pairs_in_order(student, rollouts, min_reward):
-    """Kept are the (state, response) pairs of rollouts with R >= min_reward, in order, and nothing else."""
-    before = list(rollouts)
+def kept(got):
+    """The kept pairs as a set of (state, response tuple), or the answer itself if it has no such shape:
+    the checks of the threshold ask which pairs are kept, not in what order or how often."""
+    try:
+        return {(s, tuple(seq)) for s, seq in got}
+    except (TypeError, ValueError):
+        return got
+
+
+def expect_kept(got, want, what):
+    expect_true(
+        kept(got) == set(want), what, f"kept {pairs(got)!r}; expected the pairs {sorted(set(want))!r}"
+    )
+
+
+@pytest.mark.promise("filter_rollouts.threshold")
+@given(rollouts=st.lists(ROLLOUT, min_size=1, max_size=12), min_reward=st.sampled_from(THRESHOLDS))
+@example(rollouts=[(0, (1, 2), 0.5), (1, (0, 0), 0.25), (2, (3, 3), 0.5)], min_reward=0.5)  # R == min_reward
+@example(rollouts=[(0, (1, 2), 0.0), (1, (0, 0), 0.25)], min_reward=0.0)  # a reward of 0 passes 0
+def test_filter_rollouts_keeps_the_passing_pairs(student, rollouts, min_reward):
+    """Kept are the (state, response) pairs of the rollouts with R >= min_reward (equal passes), and no
+    other pair."""
     want = [(s, seq) for s, seq, R in rollouts if R >= min_reward]
-    got = student.filter_rollouts(rollouts, min_reward)
-    what = call("filter_rollouts", before, min_reward)
-    expect_equal(pairs(got), want, what)
-    expect_true(rollouts == before, f"{what} changed its rollouts to {rollouts}")
+    expect_kept(
+        student.filter_rollouts(rollouts, min_reward), want, call("filter_rollouts", rollouts, min_reward)
+    )
 
 
-@given(rollouts=st.lists(ROLLOUT, max_size=12))
-def test_filter_rollouts_default_threshold_is_one(student, rollouts):
-    """By default only rollouts with reward at least 1.0 are kept."""
-    want = [(s, seq) for s, seq, R in rollouts if R >= 1.0]
-    expect_equal(pairs(student.filter_rollouts(rollouts)), want, call("filter_rollouts", rollouts))
-
-
+@pytest.mark.promise("filter_rollouts.threshold")
 @given(
     rollouts=st.lists(
-        st.tuples(st.integers(0, 5), st.tuples(st.integers(0, 3)), st.floats(-5, 5)), max_size=12
+        st.tuples(st.integers(0, 5), st.tuples(st.integers(0, 3)), st.one_of(st.floats(-5, 5), st.just(0.0))),
+        min_size=1,
+        max_size=12,
     )
 )
+@example(rollouts=[(0, (1,), -1.5), (1, (2,), 0.0), (2, (0,), -2.0), (3, (3,), 1.0)])
 def test_filter_rollouts_matches_reference(student, reference, rollouts):
-    """filter_rollouts matches the reference on rollouts with arbitrary rewards."""
+    """filter_rollouts keeps the reference's pairs on rollouts with arbitrary (negative, zero) rewards."""
     for min_reward in (1.0, 0.0, -1.5):
         want = reference.filter_rollouts(rollouts, min_reward)
-        got = student.filter_rollouts(rollouts, min_reward)
-        expect_equal(pairs(got), want, call("filter_rollouts", rollouts, min_reward))
+        expect_kept(
+            student.filter_rollouts(rollouts, min_reward), want, call("filter_rollouts", rollouts, min_reward)
+        )
+
+
+# Rewards on both sides of 1.0, none equal to it (a reward equal to the threshold is the threshold's check).
+AROUND_ONE = st.tuples(
+    st.integers(0, 5), st.tuples(*[st.integers(0, 3)] * 2), st.sampled_from([0.0, 0.5, 0.75, 1.25, 2.0])
+)
+
+
+@pytest.mark.promise("filter_rollouts.default_threshold")
+@given(rollouts=st.lists(AROUND_ONE, min_size=1, max_size=12))
+@example(rollouts=[(0, (1, 2), 1.25), (1, (0, 0), 0.75), (2, (3, 3), 2.0), (3, (0, 1), 0.5)])
+def test_filter_rollouts_default_threshold_is_one(student, rollouts):
+    """By default only rollouts with reward at least 1.0 are kept (0.75 is not, 1.25 is)."""
+    want = [(s, seq) for s, seq, R in rollouts if R >= 1.0]
+    expect_kept(student.filter_rollouts(rollouts), want, call("filter_rollouts", rollouts))
+
+
+POOL = [(0, (1, 2)), (1, (0, 0)), (0, (2, 1)), (2, (1, 1))]
+
+
+@pytest.mark.promise("filter_rollouts.order_and_repeats")
+@given(picks=st.lists(st.tuples(st.integers(0, len(POOL) - 1), st.booleans()), min_size=1, max_size=12))
+@example(picks=[(3, True), (0, True), (3, True), (1, False), (2, True), (0, True)])
+def test_filter_rollouts_keeps_order_and_repeats(student, picks):
+    """The kept pairs come in the rollouts' order, a pair that passes twice kept twice (rewards 2.0 and 0.0,
+    far from the threshold 1.0)."""
+    rollouts = [(*POOL[i], 2.0 if passes else 0.0) for i, passes in picks]
+    want = [POOL[i] for i, passes in picks if passes]
+    expect_equal(pairs(student.filter_rollouts(rollouts, 1.0)), want, call("filter_rollouts", rollouts, 1.0))
+
+
+@pytest.mark.promise("filter_rollouts.empty")
+@given(rollouts=st.lists(ROLLOUT, max_size=8), min_reward=st.sampled_from(THRESHOLDS))
+def test_filter_rollouts_can_keep_nothing(student, rollouts, min_reward):
+    """No rollouts, or none whose reward reaches min_reward, give an empty list; one that passes is kept."""
+    expect_equal(pairs(student.filter_rollouts([], min_reward)), [], call("filter_rollouts", [], min_reward))
+    failing = [(s, seq, -1.0) for s, seq, _ in rollouts]
+    expect_equal(
+        pairs(student.filter_rollouts(failing, min_reward)), [], call("filter_rollouts", failing, min_reward)
+    )
+    one = [(4, (3, 3), min_reward + 2.0)]
+    expect_equal(
+        pairs(student.filter_rollouts(one, min_reward)),
+        [(4, (3, 3))],
+        call("filter_rollouts", one, min_reward),
+    )
+
+
+@pytest.mark.promise("filter_rollouts.unchanged")
+@given(rollouts=st.lists(ROLLOUT, min_size=1, max_size=12), min_reward=st.sampled_from(THRESHOLDS))
+@example(rollouts=[(0, (1, 2), 0.0), (1, (0, 0), 2.0), (0, (1, 2), 0.0)], min_reward=1.0)
+def test_filter_rollouts_changes_no_rollout(student, rollouts, min_reward):
+    """filter_rollouts returns a new list and leaves its rollouts as they were (and keeps a rollout whose
+    reward is well above min_reward, not one well below it)."""
+    mine = [(s, seq, min_reward + (1.0 if i % 2 else -1.0)) for i, (s, seq, _) in enumerate(rollouts)]
+    before = list(mine)
+    got = student.filter_rollouts(mine, min_reward)
+    what = call("filter_rollouts", before, min_reward)
+    expect_true(not student.last_changed and mine == before, what, "the call changed its rollouts")
+    expect_kept(got, [(s, seq) for s, seq, R in mine if R > min_reward], what)

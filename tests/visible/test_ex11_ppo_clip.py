@@ -30,24 +30,29 @@ def sample(lab, s, seq, logp_old, A):
     return lab.PPOSample(s=s, seq=seq, R=0.0, logp_old=logp_old, G=[0.0] * len(seq), A=A)
 
 
+POSITIVE_RULE = pytest.mark.promise("clip_flows.positive_advantage")
+NEGATIVE_RULE = pytest.mark.promise("clip_flows.negative_advantage")
+AT_THE_BOUND = pytest.mark.promise("clip_flows.bound_is_held")
 # (A, ratio, eps, passes?)  eps = 0.25 and 0.5 are exact in binary, so 1 +- eps is exactly the boundary.
 POSITIVE = [
-    (1.0, 1.1, 0.2, True),  # inside the clip range
-    (1.0, 0.5, 0.2, True),  # below 1 - eps: min() still picks r A, which depends on r
-    (1.0, 1.3, 0.2, False),  # above 1 + eps: clip(r) A is the smaller term, a constant
-    (2.0, 1.25, 0.25, False),  # exactly at 1 + eps: held by the clip
-    (0.5, 1.2499, 0.25, True),  # just inside
+    pytest.param(1.0, 1.1, 0.2, True, marks=POSITIVE_RULE),  # inside the clip range
+    pytest.param(1.0, 0.5, 0.2, True, marks=POSITIVE_RULE),  # below 1 - eps: min() still picks r A
+    pytest.param(1.0, 1.3, 0.2, False, marks=POSITIVE_RULE),  # above 1 + eps: clip(r) A is smaller
+    pytest.param(2.0, 1.25, 0.25, False, marks=AT_THE_BOUND),  # exactly at 1 + eps: held by the clip
+    pytest.param(0.5, 1.2499, 0.25, True, marks=POSITIVE_RULE),  # just inside
 ]
 NEGATIVE = [
-    (-1.0, 0.9, 0.2, True),
-    (-1.0, 1.5, 0.2, True),  # above 1 + eps: with A < 0, r A is the smaller term
-    (-1.0, 0.7, 0.2, False),  # below 1 - eps: held by the clip
-    (-3.0, 0.75, 0.25, False),  # exactly at 1 - eps: held
-    (-0.5, 0.5001, 0.5, True),  # just inside
+    pytest.param(-1.0, 0.9, 0.2, True, marks=NEGATIVE_RULE),
+    pytest.param(-1.0, 1.5, 0.2, True, marks=NEGATIVE_RULE),  # above 1 + eps: r A is the smaller term
+    pytest.param(-1.0, 0.7, 0.2, False, marks=NEGATIVE_RULE),  # below 1 - eps: held by the clip
+    pytest.param(-3.0, 0.75, 0.25, False, marks=AT_THE_BOUND),  # exactly at 1 - eps: held
+    pytest.param(-0.5, 0.5001, 0.5, True, marks=NEGATIVE_RULE),  # just inside
 ]
-ZERO = [(0.0, 1.0, 0.2, False), (0.0, 0.5, 0.2, False), (0.0, 2.0, 0.25, False)]
-# Each case above is checked with cases of the other verdict, away from the boundaries, so that an answer
-# that does not look at its arguments (always True, always False, a coin flip) earns nothing.
+ZERO = [(0.0, 1.0, 0.2, False), (0.0, 0.5, 0.2, False), (-0.0, 2.0, 0.25, False)]
+# Each case above is checked with cases of the other verdict, so that an answer that does not look at its
+# arguments (always True, always False, a coin flip) earns nothing. A boundary case and a zero advantage
+# are checked against ratio 1, which every reading of the rule passes: a mistake elsewhere in the rule
+# costs the checks of that rule, not these.
 AGAINST = {
     "positive": [
         (1.0, 1.05, 0.2, True),
@@ -61,8 +66,15 @@ AGAINST = {
         (-3.0, 1.2, 0.5, True),
         (-0.5, 0.3, 0.5, False),
     ],
-    "zero": [(1.0, 1.0, 0.2, True), (-1.0, 1.0, 0.2, True), (2.0, 0.9, 0.5, True), (-2.0, 0.4, 0.5, False)],
+    "central": [(1.0, 1.0, 0.2, True), (-1.0, 1.0, 0.2, True), (2.0, 1.0, 0.5, True), (-2.0, 1.0, 0.5, True)],
 }
+
+
+def against(A, ratio, eps):
+    """The cases of the other verdict a case is checked with: its own rule's, or (at the bound) ratio 1."""
+    if ratio in (1 + eps, 1 - eps):
+        return AGAINST["central"]
+    return AGAINST["positive" if A > 0 else "negative"]
 
 
 def check_clip(student, cases):
@@ -73,21 +85,23 @@ def check_clip(student, cases):
 @pytest.mark.parametrize("A, ratio, eps, want", POSITIVE)
 def test_clip_flows_positive_advantage(student, A, ratio, eps, want):
     """A > 0: the gradient passes while ratio < 1 + eps (the answer is a bool)."""
-    check_clip(student, [(A, ratio, eps, want), *AGAINST["positive"]])
+    check_clip(student, [(A, ratio, eps, want), *against(A, ratio, eps)])
 
 
 @pytest.mark.parametrize("A, ratio, eps, want", NEGATIVE)
 def test_clip_flows_negative_advantage(student, A, ratio, eps, want):
     """A < 0: the gradient passes while ratio > 1 - eps (the answer is a bool)."""
-    check_clip(student, [(A, ratio, eps, want), *AGAINST["negative"]])
+    check_clip(student, [(A, ratio, eps, want), *against(A, ratio, eps)])
 
 
+@pytest.mark.promise("clip_flows.zero_advantage")
 @pytest.mark.parametrize("A, ratio, eps, want", ZERO)
 def test_clip_flows_zero_advantage(student, A, ratio, eps, want):
-    """A == 0: r A and clip(r) A are both 0, nothing to pass, whatever the ratio."""
-    check_clip(student, [(A, ratio, eps, want), *AGAINST["zero"]])
+    """A == 0 (or -0.0): r A and clip(r) A are both 0, nothing to pass, whatever the ratio."""
+    check_clip(student, [(A, ratio, eps, want), *AGAINST["central"]])
 
 
+@pytest.mark.promise("ppo_grad.formula")
 def test_ppo_grad_ratio_one_uniform_policy(student, lab):
     """At ratio 1 every token passes: g[s][t] += A[t] * (onehot(v) - 1/3) / (1 sample * 2 tokens)."""
     policy = lab.TabPolicy(2, 2, 3)
@@ -99,6 +113,7 @@ def test_ppo_grad_ratio_one_uniform_policy(student, lab):
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
 
 
+@pytest.mark.promise("ppo_grad.token_count")
 def test_ppo_grad_divides_by_samples_times_tokens(student, lab):
     """The same sample twice: twice the sum, divided by twice the count, so the same gradient."""
     policy = lab.TabPolicy(2, 2, 3)
@@ -123,6 +138,7 @@ def mixed_batch(lab):
     ]
 
 
+@pytest.mark.promise("ppo_grad.formula")
 def test_ppo_grad_mixed_batch(student, lab):
     """Clip 0.2: tokens with (A > 0, r = 1.5), (A < 0, r = 0.6) and A = 0 add nothing; the rest add
     A * r * (onehot - probs) / 8. Nothing reaches (state 1, position 1)."""
@@ -138,6 +154,7 @@ def test_ppo_grad_mixed_batch(student, lab):
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
 
 
+@pytest.mark.promise("ppo_grad.clipped_tokens_add_nothing")
 def test_ppo_grad_wider_clip(student, lab):
     """Clip 0.6: the ratios 1.5 (A > 0) and 0.6 (A < 0) are inside [0.4, 1.6] now and pass too."""
     policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in st] for st in THETA])
@@ -156,17 +173,30 @@ def test_ppo_grad_wider_clip(student, lab):
     expect_close(got, want, grad_call(policy, samples, clip=0.6), abs=1e-12)
 
 
-def test_ppo_grad_all_clipped_is_zero(student, lab):
-    """Every token held by the clip (ratios 1.3, 2.0 with A > 0; 0.7, 0.5 with A < 0; A = 0): zero."""
-    policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in st] for st in THETA])
-    samples = [
+def all_clipped(lab):
+    # Ratios at THETA: 1.3, 2.0 with A > 0; 0.7, 0.5 with A < 0; A = 0.
+    return [
         sample(lab, 0, (0, 1), [-1.035664, -1.100753], [1.0, 0.5]),
         sample(lab, 1, (2, 0), [-0.816625, -0.202667], [-0.8, -0.4]),
         sample(lab, 1, (1, 1), [-0.7733, -0.895814], [0.0, 0.0]),
     ]
+
+
+@pytest.mark.promise("ppo_grad.clipped_tokens_add_nothing")
+def test_ppo_grad_all_clipped_is_zero(student, lab):
+    """Every token held by the clip (ratios 1.3, 2.0 with A > 0; 0.7, 0.5 with A < 0; A = 0): zero."""
+    policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in st] for st in THETA])
+    samples = all_clipped(lab)
     want = [[[0.0] * 3, [0.0] * 3], [[0.0] * 3, [0.0] * 3]]
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
-    # and a fourth sample whose first token (ratio 1.1, A > 0) is inside the clip: only that token adds
+
+
+@pytest.mark.promise("ppo_grad.token_count")
+def test_ppo_grad_clipped_tokens_still_count(student, lab):
+    """The held samples above and a fourth whose first token (ratio 1.1, A > 0) is inside the clip: only
+    that token adds, divided by all 4 samples x 2 tokens = 8."""
+    policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in st] for st in THETA])
+    samples = all_clipped(lab)
     samples.append(sample(lab, 0, (0, 1), [-0.86861, -0.813071], [1.0, 0.5]))
     want = [
         [[0.07404543524014218, -0.0315105890623802, -0.04253484617776198], [0.0] * 3],

@@ -26,6 +26,7 @@ def grad_call(policy, data):
 # ---- sft_grad -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("sft_grad.formula")
 def test_sft_grad_uniform_policy(student, lab):
     """Two responses of two tokens: weight 1/4 per token. Position 0 sees token 1 twice:
     2/4 * ([0, 1, 0] - 1/3); position 1 sees tokens 2 and 0: 1/4 * ([1, 0, 1] - 2/3). State 1 has no data."""
@@ -38,6 +39,7 @@ def test_sft_grad_uniform_policy(student, lab):
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
 
 
+@pytest.mark.promise("sft_grad.formula")
 def test_sft_grad_one_response(student, lab):
     """One response, weight 1/2 per token: g[0][t] = (onehot(seq[t]) - probs(0, t)) / 2."""
     policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in block] for block in THETA])
@@ -52,6 +54,7 @@ def test_sft_grad_one_response(student, lab):
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
 
 
+@pytest.mark.promise("sft_grad.formula")
 def test_sft_grad_three_responses(student, lab):
     """Three responses over both states, weight 1/6 per token."""
     policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in block] for block in THETA])
@@ -69,6 +72,7 @@ def test_sft_grad_three_responses(student, lab):
     expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
 
 
+@pytest.mark.promise("sft_grad.formula")
 def test_sft_grad_vanishes_at_the_data_frequencies(student, lab):
     """probs = [1/4, 3/4] (logits [0, log 3]) and the data has token 1 three times in four: the policy
     already fits the data, the gradient is 0."""
@@ -77,6 +81,17 @@ def test_sft_grad_vanishes_at_the_data_frequencies(student, lab):
     expect_close(student.sft_grad(policy, data), [[[0.0, 0.0]]], grad_call(policy, data), abs=1e-12)
     data = [(0, (1,)), (0, (0,))]  # token 1 in half of the data: the gradient pushes token 0 up by 1/4
     expect_close(student.sft_grad(policy, data), [[[0.25, -0.25]]], grad_call(policy, data), abs=1e-12)
+
+
+@pytest.mark.promise("sft_grad.per_response_weight")
+def test_sft_grad_responses_of_different_lengths(student, lab):
+    """A response may be shorter than T. Each response's tokens share 1 / len(data): the one-token
+    response's token weighs 1/2, each token of the two-token one 1/4. Position 0 sees token 1 with 3/4 in
+    all: 3/4 * ([0, 1, 0] - 1/3); position 1 sees token 2 with 1/4: 1/4 * ([0, 0, 1] - 1/3)."""
+    policy = lab.TabPolicy(2, 2, 3)
+    data = [(0, (1,)), (0, (1, 2))]
+    want = [[[-1 / 4, 1 / 2, -1 / 4], [-1 / 12, -1 / 12, 1 / 6]], [[0.0] * 3, [0.0] * 3]]
+    expect_close(student.sft_grad(policy, data), want, grad_call(policy, data), abs=1e-12)
 
 
 # ---- filter_rollouts ----------------------------------------------------------------------------------
@@ -99,6 +114,7 @@ def pairs(got):
         return got
 
 
+@pytest.mark.promise("filter_rollouts.default_threshold")
 def test_filter_rollouts_default_keeps_reward_one(student):
     """Default min_reward = 1.0: R = 1.0 passes (>=), R = 2.0 too, R = 0.5 and 0.0 do not; R is dropped.
     A response that passes twice is kept twice (each is a training example)."""
@@ -109,6 +125,7 @@ def test_filter_rollouts_default_keeps_reward_one(student):
     expect_equal(pairs(got), [(2, (2, 1))], call("filter_rollouts", ROLLOUTS[1:4]))
 
 
+@pytest.mark.promise("filter_rollouts.threshold")
 def test_filter_rollouts_lower_threshold_keeps_the_boundary(student):
     """min_reward = 0.5: the rollout with R = 0.5 is kept, in its place."""
     got = student.filter_rollouts(ROLLOUTS, 0.5)
@@ -116,11 +133,22 @@ def test_filter_rollouts_lower_threshold_keeps_the_boundary(student):
     expect_equal(pairs(got), want, call("filter_rollouts", ROLLOUTS, 0.5))
 
 
-def test_filter_rollouts_extremes(student):
-    """min_reward = 0.0 keeps everything; min_reward = 3.0 keeps nothing."""
+@pytest.mark.promise("filter_rollouts.threshold")
+def test_filter_rollouts_zero_threshold_keeps_everything(student):
+    """min_reward = 0.0 keeps everything, the rollout with reward 0.0 too."""
     got = student.filter_rollouts(ROLLOUTS, min_reward=0.0)
     want = [(s, seq) for s, seq, _ in ROLLOUTS]
     expect_equal(pairs(got), want, call("filter_rollouts", ROLLOUTS, min_reward=0.0))
+
+
+@pytest.mark.promise("filter_rollouts.empty")
+def test_filter_rollouts_can_keep_nothing(student):
+    """min_reward = 3.0 keeps nothing, and no rollouts give nothing: an empty list."""
     expect_equal(
         pairs(student.filter_rollouts(ROLLOUTS, min_reward=3.0)), [], call("filter_rollouts", ROLLOUTS, 3.0)
+    )
+    expect_equal(pairs(student.filter_rollouts([])), [], call("filter_rollouts", []))
+    some = [(2, (2, 1), 1.0), (3, (0, 2), 0.5)]  # and not always: R = 1.0 passes 0.75
+    expect_equal(
+        pairs(student.filter_rollouts(some, 0.75)), [(2, (2, 1))], call("filter_rollouts", some, 0.75)
     )

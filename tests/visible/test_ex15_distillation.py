@@ -9,7 +9,7 @@ KL(student || teacher).
 
 import pytest
 
-from grader.expect import expect_close
+from grader.expect import expect_close, expect_true
 
 pytestmark = pytest.mark.exercise(15)
 
@@ -39,6 +39,7 @@ def grad_call(st, te, samples, *weights):
 # ---- token_reverse_kl ---------------------------------------------------------------------------------
 
 
+@pytest.mark.promise("token_reverse_kl.log_ratio")
 def test_token_reverse_kl_two_tokens(student, lab):
     """State 1, response (0, 2): [log pi_s(0 | s=1, t=0) - log pi_t(0 | s=1, t=0),
     log pi_s(2 | s=1, t=1) - log pi_t(2 | s=1, t=1)]."""
@@ -49,6 +50,7 @@ def test_token_reverse_kl_two_tokens(student, lab):
     expect_close(got, [-0.6679839909414165, -1.210489979248942], kl_call(st, te, 0, (1, 2)), abs=1e-12)
 
 
+@pytest.mark.promise("token_reverse_kl.log_ratio")
 def test_token_reverse_kl_one_term_per_token(student, lab):
     """Three positions, three terms. The middle one is 0: logits [0.5, -0.5] and [1, 0] give the same
     probabilities (softmax ignores a shift)."""
@@ -60,6 +62,19 @@ def test_token_reverse_kl_one_term_per_token(student, lab):
     )
 
 
+@pytest.mark.promise("token_reverse_kl.short_response")
+def test_token_reverse_kl_of_a_response_shorter_than_t(student, lab):
+    """A response may be shorter than T: one term per token it has. The first two terms of (1, 0, 1)
+    above, for the response (1, 0)."""
+    st = lab.TabPolicy(1, 3, 2, [[[0.0, 1.0], [0.5, -0.5], [2.0, 0.0]]])
+    te = lab.TabPolicy(1, 3, 2, [[[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]])
+    got = student.token_reverse_kl(st, te, 0, (1, 0))
+    expect_close(got, [0.3798854930417225, 0.0], kl_call(st, te, 0, (1, 0)), abs=1e-12)
+    got = student.token_reverse_kl(st, te, 0, (1,))
+    expect_close(got, [0.3798854930417225], kl_call(st, te, 0, (1,)), abs=1e-12)
+
+
+@pytest.mark.promise("token_reverse_kl.zero_for_teacher")
 def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab):
     """Student == teacher: every term is 0 (against the other teacher, the same response's terms are not)."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
@@ -68,7 +83,9 @@ def test_token_reverse_kl_is_zero_for_the_teacher_itself(student, lab):
     )
     te = lab.TabPolicy(2, 2, 3, table(TEACHER))
     got = student.token_reverse_kl(st, te, 0, (1, 2))
-    expect_close(got, [-0.6679839909414165, -1.210489979248942], kl_call(st, te, 0, (1, 2)), abs=1e-12)
+    expect_true(
+        len(got) == 2 and all(abs(x) > 1e-3 for x in got), kl_call(st, te, 0, (1, 2)), f"got {got!r}: not 0"
+    )
 
 
 # ---- on_policy_distill_grad ---------------------------------------------------------------------------
@@ -87,6 +104,7 @@ FIRST_TWO_GRADIENT = [
 ]
 
 
+@pytest.mark.promise("on_policy_distill_grad.formula")
 def test_distill_grad_default_weights(student, lab):
     """Four samples, weight 1/4 each: sum of -(term) * (onehot - probs) / 4 over their tokens."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
@@ -106,33 +124,41 @@ def test_distill_grad_default_weights(student, lab):
     expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
 
 
+@pytest.mark.promise("on_policy_distill_grad.weights_as_given")
 def test_distill_grad_given_weights(student, lab):
-    """Weights [0.1, 0.2, 0.3, 0.4] replace the uniform 1/4."""
+    """Weights [0.2, 0.4, 0.6, 0.8] replace the uniform 1/4, used as given: they sum to 2, not 1, and they
+    are not normalised."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(TEACHER))
-    weights = [0.1, 0.2, 0.3, 0.4]
+    weights = [0.2, 0.4, 0.6, 0.8]
     want = [
         [
-            [-0.0715178920444513, 0.030434974141372167, 0.04108291790307913],
-            [-0.06465628110744345, -0.27470499610520915, 0.3393612772126527],
+            [-0.1430357840889026, 0.060869948282744335, 0.08216583580615826],
+            [-0.1293125622148869, -0.5494099922104183, 0.6787225544253054],
         ],
         [
-            [0.06127374135261152, -0.2148597063451564, 0.15358596499254487],
-            [0.009118831574213032, -0.031440807190555906, 0.022321975616342884],
+            [0.12254748270522305, -0.4297194126903128, 0.30717192998508974],
+            [0.018237663148426064, -0.06288161438111181, 0.04464395123268577],
         ],
     ]
     got = student.on_policy_distill_grad(st, te, SAMPLES, weights)
     expect_close(got, want, grad_call(st, te, SAMPLES, weights), abs=1e-12)
 
 
+@pytest.mark.promise("on_policy_distill_grad.zero_for_teacher")
 def test_distill_grad_is_zero_when_the_student_is_the_teacher(student, lab):
     """Student == teacher: every reward is 0, so is the gradient (not so against the other teacher)."""
     st, te = lab.TabPolicy(2, 2, 3, table(STUDENT)), lab.TabPolicy(2, 2, 3, table(STUDENT))
     expect_close(student.on_policy_distill_grad(st, te, SAMPLES), ZERO, grad_call(st, te, SAMPLES), abs=1e-12)
     te, samples = lab.TabPolicy(2, 2, 3, table(TEACHER)), SAMPLES[:2]
-    want = FIRST_TWO_GRADIENT
-    expect_close(student.on_policy_distill_grad(st, te, samples), want, grad_call(st, te, samples), abs=1e-12)
+    got = student.on_policy_distill_grad(st, te, samples)
+    expect_true(
+        any(abs(x) > 1e-3 for block in got for row in block for x in row),
+        grad_call(st, te, samples),
+        f"got {got!r}: against another teacher the gradient is not 0",
+    )
 
 
+@pytest.mark.promise("on_policy_distill_grad.minus_kl_gradient")
 def test_distill_grad_exact_weights_give_minus_the_kl_gradient(student, lab):
     """Student [1/2, 1/2], teacher [1/4, 3/4]; both responses weighted by their student probability 1/2:
     -(1/2 log 2 * [1/2, -1/2] + 1/2 log(2/3) * [-1/2, 1/2]) = [-1/4 log 3, 1/4 log 3], which is minus
