@@ -159,8 +159,9 @@ The grader runs these visible tests and hidden ones, which check the same functi
 and the properties their docstrings promise. Each exercise's points are split between its visible and
 hidden checks; within each, over the promises its functions' docstrings make (a result, an edge case,
 an argument left unchanged, the random draws, an error raised), and a promise's share over the checks
-that check it: one mistake costs what it breaks. A check that an error is raised earns only when a
-check of another kind of the same function passes too: raising on every input earns nothing.
+that check it: one mistake costs what it breaks. A check that an error is raised, or that an argument
+is left unchanged, earns only when a check of the function's results passes too: raising on every input,
+or doing nothing, earns nothing.
 A function that calls another exercise's function is graded with a correct version of that other
 function, so one mistake costs points once. Passing every visible test is a good sign, not a promise.
 """

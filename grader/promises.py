@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from grader.manifest import Manifest
 
 KINDS = ("value", "edge", "unchanged", "rng", "error")
-ERROR = "error"  # the kind that earns only beside a passing check of another kind (grader.scoring)
+ERROR = "error"
+# The kinds that code doing no work satisfies too (raising on every input; returning without touching its
+# arguments): their checks earn only beside a passing check of a working kind of the same function, in
+# the same entry (grader.scoring).
+GATED = frozenset({ERROR, "unchanged"})
 _REQUIRED_KEYS = ("id", "function", "kind", "says")
 _OPTIONAL_KEYS = ("weight",)
 _FILE_NAME = re.compile(r"ex(\d\d)\.toml")
@@ -218,7 +222,7 @@ def coverage_problems(
         *unnamed_checks(tests),
         *naming_problems(promises, tests),
         *unchecked_promises(promises, tests, exercises),
-        *idle_error_checks(promises, tests),
+        *idle_gated_checks(promises, tests),
     ]
 
 
@@ -243,14 +247,14 @@ def unchecked_promises(
     ]
 
 
-def idle_error_checks(promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Every check of an error promise whose entry holds no check of another kind of its function: it
-    could never earn, and the reference would not get full marks."""
+def idle_gated_checks(promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every check of a gated promise (error, unchanged) whose entry holds no check of a working kind
+    (value, edge, rng) of its function: it could never earn, and the reference would not get full marks."""
     declared = [(t, promises[t["promise"]]) for t in tests if t.get("promise") in promises]
-    others = {(t["suite"], p.function) for t, p in declared if p.kind != ERROR}
+    working = {(t["suite"], p.function) for t, p in declared if p.kind not in GATED}
     return [
-        f"{t['nodeid']} checks the error promise {p.id!r}, but its {t['suite']} entry has no check of "
-        f"another kind of {p.function}: it could never earn"
+        f"{t['nodeid']} checks the {p.kind} promise {p.id!r}, but its {t['suite']} entry has no check of "
+        f"a value, edge or rng promise of {p.function}: it could never earn"
         for t, p in declared
-        if p.kind == ERROR and (t["suite"], p.function) not in others
+        if p.kind in GATED and (t["suite"], p.function) not in working
     ]

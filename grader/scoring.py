@@ -5,9 +5,10 @@ An exercise's points are split between its visible and hidden entries: as the ma
 `visible_points` says, else by number of checks (points * visible checks / all its checks, rounded to
 0.01), the remainder on the hidden entry, so the entries add up to the exercise's points exactly.
 Within an entry, its points split over the promises its checks name (grader.promises), by their
-weights, and a promise's share splits equally over its checks in that entry. A check of an `error`
-promise earns only when a check of another kind of the same function, in the same entry, passes: code
-that raises on every input earns nothing. A check that names no promise (a suite not yet annotated) is
+weights, and a promise's share splits equally over its checks in that entry. A check of an `error` or
+`unchanged` promise earns only when a check of a value, edge or rng promise of the same function, in the
+same entry, passes: code that raises on every input, or returns without touching its arguments, earns
+nothing. A check that names no promise (a suite not yet annotated) is
 a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
 maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
 nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import KitError
 from grader.layout import SUITES
-from grader.promises import ERROR
+from grader.promises import GATED
 
 if TYPE_CHECKING:  # only their attributes are read: this module ships in the handout without them
     from grader.manifest import Exercise, Manifest
@@ -124,13 +125,18 @@ def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> l
 
 def entry_score(points: float, entry: Iterable[Tally]) -> float:
     """What an entry worth `points` earns: each promise its weight's share of the points, earned in
-    proportion to its checks that passed; an error promise's only where a promise of another kind of
-    the same function has a check that passed. Rounded to 0.01; every check earning: `points` exactly."""
+    proportion to its checks that passed; an error or unchanged promise's only where a value, edge or rng
+    promise of the same function has a check that passed. Rounded to 0.01; every check earning: `points`
+    exactly."""
     entry = list(entry)
-    earning = {t.function for t in entry if t.kind != ERROR and t.passed}
+    earning = {t.function for t in entry if t.kind not in GATED and t.passed}
     weight = sum(Fraction(t.weight) for t in entry)
     credit = sum(
-        (Fraction(t.weight) * t.passed / t.checks for t in entry if t.kind != ERROR or t.function in earning),
+        (
+            Fraction(t.weight) * t.passed / t.checks
+            for t in entry
+            if t.kind not in GATED or t.function in earning
+        ),
         Fraction(0),
     )
     if not weight or credit == weight:
