@@ -293,17 +293,19 @@ def grade_corpus(
 ) -> list[Graded]:
     """Grade every mistake with the kit at `root`, `jobs` at a time: on the exercises that can reach its
     function (`scope="reach"`: `reached`, else found from a recorded run of that kit where its plugin
-    records calls; else every exercise), in corpus order."""
+    records calls; else every exercise; `scope="own"`: its own exercise alone), in corpus order."""
     from grader.grading import kit_manifest
 
     every = [e.id for e in kit_manifest(root).exercises]
-    if scope != "reach":
+    if scope == "own":  # its own exercise alone: what a catch rate needs, not fault isolation
+        reached = {}
+    elif scope != "reach":
         reached = None
     elif reached is None and (calls := recorded_calls(root)) is not None:
         reached = reach(root, calls)
 
     def exercises(mistake: Mistake) -> list[int]:
-        if reached is None or touches_module_state(mistake):
+        if reached is None or (scope != "own" and touches_module_state(mistake)):
             return every
         return sorted({mistake.exercise, *reached.get(mistake.function, set())} & set(every))
 

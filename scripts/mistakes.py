@@ -74,7 +74,8 @@ def main() -> int:
         before = None
         if args.before:
             print(f"and with the suites of {args.before.resolve()}")
-            before = run(args.before.resolve(), mistakes, args.jobs, args.scope, quiet=True)
+            # before: only the catch rate counts, so only each mistake's own exercise is graded
+            before = run(args.before.resolve(), mistakes, args.jobs, "own", quiet=True)
         args.markdown.write_text(markdown(mistakes, after, before, args.kit, args.before), encoding="utf-8")
         print(f"wrote {args.markdown}")
     return 1 if failures or problems else 0
@@ -82,7 +83,7 @@ def main() -> int:
 
 def run(kit: Path, mistakes: list[Mistake], jobs: int, scope: str, quiet: bool = False) -> list[Graded]:
     started = time.monotonic()
-    reached = None
+    reached: dict[str, set[int]] | None = {} if scope == "own" else None
     if scope == "reach" and mistakes:
         calls = recorded_calls(kit)
         if calls is None:
@@ -90,7 +91,7 @@ def run(kit: Path, mistakes: list[Mistake], jobs: int, scope: str, quiet: bool =
         else:
             reached = reach(kit, calls)
     graded = grade_corpus(
-        kit, mistakes, jobs, "reach" if reached is not None else "all",
+        kit, mistakes, jobs, "all" if reached is None else scope,
         done=None if quiet else lambda g: print(row(g), flush=True), reached=reached,
     )  # fmt: skip
     print()
