@@ -16,11 +16,12 @@ Nothing here ships: it is the kit's own measure of its suites (scripts/mistakes.
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import re
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -309,14 +310,17 @@ def grade_corpus(
             return every
         return sorted({mistake.exercise, *reached.get(mistake.function, set())} & set(every))
 
-    def one(mistake: Mistake) -> Graded:
-        graded = grade_mistake(root, mistake, exercises(mistake))
-        if done is not None:
-            done(graded)
-        return graded
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, mistakes))
+    plan = [(mistake, exercises(mistake)) for mistake in mistakes]
+    # A process per grading, not a thread: CPython 3.11 builds syntax trees with state shared between an
+    # interpreter's threads ("AST constructor recursion depth mismatch" when two parse at once).
+    context = multiprocessing.get_context("spawn")
+    graded = []
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+        for future in [pool.submit(grade_mistake, root, mistake, chosen) for mistake, chosen in plan]:
+            graded.append(future.result())
+            if done is not None:
+                done(graded[-1])
+    return graded
 
 
 def corpus_failures(graded: Iterable[Graded]) -> list[str]:
