@@ -14,9 +14,26 @@ from pathlib import Path
 
 import pytest
 
+from grader.layout import SUITES
 from grader.package import write_autograder
 
 KIT = Path(__file__).resolve().parents[2]
+
+
+def entry_points(exercise: int, points: float | None = None) -> tuple[str, str]:
+    """An exercise's visible and hidden entries' maxima as outputs print them, split as grading splits
+    them by the inventory's counts (with `points`, as if the manifest gave the exercise that many)."""
+    from dataclasses import replace
+
+    from grader.grading import kit_manifest
+    from grader.scoring import points_text, split_points
+
+    found = kit_manifest(KIT).by_id(exercise)
+    found = found if points is None else replace(found, points=points)
+    tests = json.loads((KIT / "tests" / "inventory.json").read_text())["tests"]
+    counts = [sum(t["exercise"] == exercise and t["suite"] == suite for t in tests) for suite in SUITES]
+    visible, hidden = split_points(found, counts)
+    return points_text(visible), points_text(hidden)
 
 
 def visible_checks() -> int:
