@@ -6,7 +6,7 @@ parser lists every submitter (and Gradescope's own grade export does): a gradebo
 student each. Columns: `file` (the submission's name in the source, the same for every member), `name`,
 `email`, `sid` (from Gradescope's metadata; empty when unknown), one column per exercise (its label, "8
 softmax": the points earned), then `total_points_earned`, `total_points_possible`, `percent_correct` (as
-Otter writes it: a fraction from 0 to 1, to four places: 0.5458 for 54.58 of 100 points) and
+Otter writes it: a fraction from 0 to 1, to four places: 0.5814 for 58.14 of 100 points) and
 `grading_status` (completed, or ungraded / timed out / crashed with the reason). A submission that was
 not graded earns 0 everywhere; its status says why. One whose grading crashed (twice: the batch grades
 it again once), or that an interrupted batch did not reach, has empty points (no grade yet, not a zero)

@@ -1405,7 +1405,7 @@ def autoresearch(iters, rng, proposer=honest_proposer, guard=True):
             log.append((step, what, None, "blocked: locked file changed"))
             continue
         loss = reported_loss(cand)
-        if loss < best:
+        if loss < best - 1e-12:
             files, best = cand, loss
             log.append((step, what, loss, "keep"))
         else:

@@ -1411,7 +1411,7 @@ def autoresearch(iters, rng, proposer=honest_proposer, guard=True):
             continue
         loss = reported_loss(cand)
         print(step, what, loss, best)
-        if loss < best:
+        if loss < best - 1e-12:
             files, best = cand, loss
             log.append((step, what, loss, "keep"))
         else:
