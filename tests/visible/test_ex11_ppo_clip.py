@@ -8,7 +8,7 @@ that passes, divided by len(samples) * len(seq).
 
 import pytest
 
-from grader.expect import expect_close, expect_equal
+from grader.expect import expect_close, expect_equal, expect_true
 
 pytestmark = pytest.mark.exercise(11)
 
@@ -184,11 +184,19 @@ def all_clipped(lab):
 
 @pytest.mark.promise("ppo_grad.clipped_tokens_add_nothing")
 def test_ppo_grad_all_clipped_is_zero(student, lab):
-    """Every token held by the clip (ratios 1.3, 2.0 with A > 0; 0.7, 0.5 with A < 0; A = 0): zero."""
+    """Every token held by the clip (ratios 1.3, 2.0 with A > 0; 0.7, 0.5 with A < 0; A = 0): zero,
+    while a token inside the clip still moves the policy (an answer of zeros everywhere is no clip)."""
     policy = lab.TabPolicy(2, 2, 3, [[row[:] for row in st] for st in THETA])
     samples = all_clipped(lab)
     want = [[[0.0] * 3, [0.0] * 3], [[0.0] * 3, [0.0] * 3]]
     expect_close(student.ppo_grad(policy, samples), want, grad_call(policy, samples), abs=1e-12)
+    inside = [sample(lab, 0, (0, 1), [-0.86861, -0.813071], [1.0, 0.5])]  # its first token's ratio: 1.1
+    moved = student.ppo_grad(policy, inside)
+    expect_true(
+        any(v != 0.0 for state in moved for row in state for v in row),
+        grad_call(policy, inside),
+        "a token inside the clip gave no gradient",
+    )
 
 
 @pytest.mark.promise("ppo_grad.token_count")
