@@ -70,6 +70,7 @@ def _pin(student, reference):
 @given(stats_lists, seeds, st.booleans(), explores)
 @example([[2.25, 3], [0.67, 1], [0.6, 1]], 0, True, 0.0)
 @example([[1.0, 2], [0.0, 0], [0.9, 1], [0.0, 3]], 7, True, 0.0)
+@example([[4.8, 8], [0.4, 1]], 0, True, 0.0)  # 0.6 + 0.5/3 beats 0.4 + 0.5/sqrt(2); with 0.5**sqrt(n+1) not
 def test_matches_reference(student, reference, stats, seed, surrogate, explore):
     """The pick and the rng state after it match the reference"""
     what = _what(stats, seed, surrogate=surrogate, explore=explore)
