@@ -72,6 +72,13 @@ def expect_signal(student, pol, teacher, s, seq, got=None):
 
 UNIFORM = [[[0.0] * V for _ in range(T)] for _ in range(S)]
 SKEWED = [[[1.0, 0.0, -1.0], [0.0, 2.0, 0.0]], [[0.5, 0.5, 0.0], [-1.0, 0.0, 1.0]]]
+SHORT_RESPONSES = {  # two policies with T = 3, a state, a full response and a length k < T to cut it to
+    "theta": thetas(-3.0, 3.0, *LONG),
+    "teacher_theta": thetas(-3.0, 3.0, *LONG),
+    "s": st.integers(0, LONG[0] - 1),
+    "seq": st.tuples(*[st.integers(0, LONG[2] - 1)] * LONG[1]),
+    "k": st.integers(1, LONG[1] - 1),
+}
 
 
 # ---- token_reverse_kl ---------------------------------------------------------------------------------
@@ -89,13 +96,7 @@ def test_token_reverse_kl_is_the_log_ratio_at_each_token(student, lab, theta, te
 
 
 @pytest.mark.promise("token_reverse_kl.short_response")
-@given(
-    theta=thetas(-3.0, 3.0, *LONG),
-    teacher_theta=thetas(-3.0, 3.0, *LONG),
-    s=st.integers(0, LONG[0] - 1),
-    seq=st.tuples(*[st.integers(0, LONG[2] - 1)] * LONG[1]),
-    k=st.integers(1, LONG[1] - 1),
-)
+@given(**SHORT_RESPONSES)
 @example(theta=[[[0.0] * 3] * 3] * 2, teacher_theta=[[[1.0, 0.0, 0.0]] * 3] * 2, s=0, seq=(0, 1, 2), k=1)
 def test_token_reverse_kl_of_a_response_shorter_than_t(student, lab, theta, teacher_theta, s, seq, k):
     """A response shorter than T gets one term per token it has: the first terms of a longer response (all
@@ -252,13 +253,7 @@ def test_distill_grad_uses_the_weights_as_given(student, lab, theta, teacher_the
 
 
 @pytest.mark.promise("on_policy_distill_grad.mixed_lengths")
-@given(
-    theta=thetas(-3.0, 3.0, *LONG),
-    teacher_theta=thetas(-3.0, 3.0, *LONG),
-    s=st.integers(0, LONG[0] - 1),
-    seq=st.tuples(*[st.integers(0, LONG[2] - 1)] * LONG[1]),
-    k=st.integers(1, LONG[1] - 1),
-)
+@given(**SHORT_RESPONSES)
 @example(theta=[[[0.0] * 3] * 3] * 2, teacher_theta=[[[1.0, 0.0, 0.0]] * 3] * 2, s=1, seq=(0, 1, 2), k=1)
 def test_distill_grad_of_a_response_shorter_than_t(student, lab, theta, teacher_theta, s, seq, k):
     """A response shorter than T adds its own tokens only: with weight 1, its first k positions get what

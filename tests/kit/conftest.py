@@ -36,10 +36,11 @@ def entry_points(exercise: int, points: float | None = None) -> tuple[str, str]:
     return points_text(visible), points_text(hidden)
 
 
-def visible_checks() -> int:
-    """How many checks the visible suite holds (the inventory's count: it grows as checks are added)."""
+def visible_checks(exercise: int | None = None) -> int:
+    """How many checks the visible suite holds, of one exercise or all (the inventory's count: it grows as
+    checks are added)."""
     tests = json.loads((KIT / "tests" / "inventory.json").read_text())["tests"]
-    return sum(test["suite"] == "visible" for test in tests)
+    return sum(test["suite"] == "visible" and exercise in (None, test["exercise"]) for test in tests)
 
 
 TREE_MANIFEST = """\

@@ -49,9 +49,24 @@ def kit_reach() -> dict[str, set[int]]:
     return reach(KIT, calls)
 
 
-def _corpus(folder: Path, text: str) -> Path:
+# A mistake the fixture corpora share: softmax shifted by the smallest logit (caught on exercise 8 alone).
+SMALLEST = textwrap.dedent(
+    """\
+    [[mistake]]
+    id = "softmax-shifts-by-the-smallest-logit"
+    function = "softmax"
+    promise = "softmax.stable"
+    says = "subtracts the smallest logit instead of the largest"
+    old = '''    m = max(xs)'''
+    new = '''    m = min(xs)'''
+    """
+)
+
+
+def _corpus(folder: Path, *entries: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ex08.toml").write_text(textwrap.dedent(text), encoding="utf-8")
+    text = "\n".join(textwrap.dedent(entry) for entry in entries)
+    (folder / "ex08.toml").write_text(text, encoding="utf-8")
     return folder
 
 
@@ -85,18 +100,7 @@ def test_every_exercise_has_at_least_four_mistakes() -> None:
 
 def test_an_edit_applies_inside_its_function_only(tmp_path: Path) -> None:
     # "m = max(xs)" occurs once in softmax's body; `return [e / z for e in es]` too
-    folder = _corpus(
-        tmp_path,
-        """\
-        [[mistake]]
-        id = "softmax-shifts-by-the-smallest-logit"
-        function = "softmax"
-        promise = "softmax.stable"
-        says = "subtracts the smallest logit instead of the largest"
-        old = '''    m = max(xs)'''
-        new = '''    m = min(xs)'''
-        """,
-    )
+    folder = _corpus(tmp_path, SMALLEST)
     (mistake,), problems = _load(folder)
     assert problems == []
     assert (mistake.id, mistake.exercise) == ("softmax-shifts-by-the-smallest-logit", 8)
@@ -178,21 +182,12 @@ def test_a_bad_entry_is_named_in_one_line(tmp_path: Path, entry: tuple[str, ...]
 
 
 def test_missing_fields_and_a_repeated_id_are_named(tmp_path: Path) -> None:
-    entry = """\
-        [[mistake]]
-        id = "softmax-twice"
-        function = "softmax"
-        promise = "softmax.stable"
-        says = "subtracts the smallest logit"
-        old = '''    m = max(xs)'''
-        new = '''    m = min(xs)'''
-        """
-    folder = _corpus(tmp_path, entry + entry + '[[mistake]]\nid = "softmax-empty"\n')
+    folder = _corpus(tmp_path, SMALLEST, SMALLEST, '[[mistake]]\nid = "softmax-empty"\n')
     mistakes, problems = _load(folder)
-    assert [m.id for m in mistakes] == ["softmax-twice"]
+    assert [m.id for m in mistakes] == ["softmax-shifts-by-the-smallest-logit"]
     name = f"{folder.as_posix()}/ex08.toml"
     assert problems == [
-        f"{name}: softmax-twice: this id is used twice",
+        f"{name}: softmax-shifts-by-the-smallest-logit: this id is used twice",
         f"{name}: softmax-empty: needs function, promise, says, old, new (text)",
     ]
 
@@ -208,15 +203,8 @@ def test_the_runner_names_a_mistake_with_full_marks_and_one_that_leaks(tmp_path:
     four their points too, and the runner must see it (the reach it grades on includes them)."""
     folder = _corpus(
         tmp_path,
+        SMALLEST,
         """\
-        [[mistake]]
-        id = "softmax-shifts-by-the-smallest-logit"
-        function = "softmax"
-        promise = "softmax.stable"
-        says = "subtracts the smallest logit instead of the largest"
-        old = '''    m = max(xs)'''
-        new = '''    m = min(xs)'''
-
         [[mistake]]
         id = "softmax-divides-by-a-named-sum"
         function = "softmax"
@@ -258,15 +246,8 @@ def test_an_edit_that_names_module_state_is_graded_on_every_exercise(tmp_path: P
     on every exercise, not only on those whose checks reach its function."""
     folder = _corpus(
         tmp_path,
+        SMALLEST,
         """\
-        [[mistake]]
-        id = "softmax-smallest"
-        function = "softmax"
-        promise = "softmax.stable"
-        says = "subtracts the smallest logit"
-        old = '''    m = max(xs)'''
-        new = '''    m = min(xs)'''
-
         [[mistake]]
         id = "softmax-changes-the-conflicts"
         function = "softmax"
