@@ -28,6 +28,16 @@ Refused with EPERM (Python raises PermissionError, the call's answer names it; n
 - unshare, setns, and the mount calls (mount, umount2, pivot_root, open_tree, move_mount, fsopen,
   fsconfig, fsmount, fspick, mount_setattr): a user namespace would make the worker root of its own
   namespaces (mounts, the kernel's namespaced attack surface); it already is in every namespace it needs.
+- kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal: no signal to any process
+  (a worker's own timers still fire: the kernel sends those). kcmp, process_madvise, migrate_pages,
+  move_pages: another process's memory or descriptors again. Without the uid layer (grading not as
+  root: a TA's laptop, Slurm) the grader, a batch's other gradings and every other process of the user
+  run as the worker's own user, which Landlock does not keep signals from below ABI 6.
+- On another process (only the worker itself, named by 0, may be the target: `SELF_ONLY`): prlimit64,
+  setpriority, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr and ioprio_set. Landlock
+  scopes none of them: without the uid layer a worker lowered its grader's CPU limit to 1 s (the grader
+  died of SIGXCPU), and could renice or pin a neighbour's worker to starve it past its wall bound.
+- prctl(PR_SET_PDEATHSIG): the worker would outlive a grader killed mid-call.
 - On x86_64, any call of the x32 ABI (numbers from 0x40000000: the same calls under other numbers).
 A call of another architecture (i386 through int 0x80, arm32 compat) kills the process: its numbers
 differ, the filter knows only the interpreter's own.
@@ -80,6 +90,32 @@ REFUSED = {
     "fsmount": (432, 432),
     "fspick": (433, 433),
     "mount_setattr": (442, 442),
+    "kill": (62, 129),
+    "tkill": (200, 130),
+    "tgkill": (234, 131),
+    "rt_sigqueueinfo": (129, 138),
+    "rt_tgsigqueueinfo": (297, 240),
+    "pidfd_send_signal": (424, 424),
+    "kcmp": (312, 272),
+    "process_madvise": (440, 440),
+    "migrate_pages": (256, 238),
+    "move_pages": (279, 239),
+}
+# Calls allowed only on the worker itself: each argument named (by index) must hold its value, else EPERM.
+# A pid of 0 is the caller (a pid_t: the kernel reads the low 32 bits); setpriority's PRIO_PROCESS is 0,
+# ioprio_set's IOPRIO_WHO_PROCESS 1 (PRIO_USER or IOPRIO_WHO_USER would reach every process of the user).
+SELF_ONLY: dict[str, tuple[tuple[int, int], tuple[tuple[int, int], ...]]] = {
+    "prlimit64": ((302, 261), ((0, 0),)),  # getrlimit and setrlimit are prlimit64(0, ...) in libc
+    "setpriority": ((141, 140), ((0, 0), (1, 0))),  # os.nice is setpriority(PRIO_PROCESS, 0, ...)
+    "sched_setaffinity": ((203, 122), ((0, 0),)),
+    "sched_setscheduler": ((144, 119), ((0, 0),)),
+    "sched_setparam": ((142, 118), ((0, 0),)),
+    "sched_setattr": ((314, 274), ((0, 0),)),
+    "ioprio_set": ((251, 30), ((0, 1), (1, 0))),
+}
+# Calls refused for one value of an argument: (numbers, (argument index, refused value)).
+REFUSED_WHEN = {
+    "prctl": ((157, 167), (0, 1)),  # PR_SET_PDEATHSIG: the parent-death signal set before exec stays
 }
 ARCHES = {"x86_64": 0, "aarch64": 1}  # machine name -> column of REFUSED
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # seccomp_data.arch (linux/audit.h)
@@ -89,6 +125,7 @@ X32_SYSCALL_BIT = 0x40000000
 # BPF (linux/filter.h, linux/seccomp.h)
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 DATA_NR, DATA_ARCH = 0, 4  # offsets in struct seccomp_data
+DATA_ARGS = 16  # args[6], 8 bytes each; the low 32 bits first (both architectures are little-endian)
 RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _SECCOMP_GET_ACTION_AVAIL = 2
@@ -117,21 +154,49 @@ def machine() -> str | None:
 
 def program(arch: str) -> list[tuple[int, int, int, int]]:
     """The filter for `arch` as BPF instructions (code, jt, jf, k): another architecture is killed, the
-    refused calls (and x32's on x86_64) get EPERM, the rest is allowed."""
-    numbers = sorted({row[ARCHES[arch]] for row in REFUSED.values()})
+    refused calls (and x32's on x86_64) get EPERM, the SELF_ONLY calls EPERM unless their arguments name
+    the caller, the REFUSED_WHEN calls EPERM for that value; the rest is allowed.
+
+    Layout (jumps only go forward, at most 255 instructions): the arch check, the number, the refused
+    numbers (to REFUSE), the conditional numbers (each to its block), ALLOW, the blocks (each loads its
+    arguments, jumps to REFUSE or ends in ALLOW), REFUSE, KILL."""
+    column = ARCHES[arch]
+    numbers = sorted({row[column] for row in REFUSED.values()})
     checks: list[tuple[int, int]] = [(JEQ_K, n) for n in numbers]
     if arch == "x86_64":
         checks.insert(0, (JGE_K, X32_SYSCALL_BIT))
-    allow = 3 + len(checks)  # after: load arch, check it, load nr, the checks
-    refuse, kill = allow + 1, allow + 2
-    code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, kill - 2, AUDIT_ARCH[arch]), (LD_W_ABS, 0, 0, DATA_NR)]
-    for index, (op, k) in enumerate(checks, start=3):
-        code.append((op, refuse - index - 1, 0, k))  # jumps count from the next instruction
-    code += [
-        (RET_K, 0, 0, RET_ALLOW),
-        (RET_K, 0, 0, RET_ERRNO | errno.EPERM),
-        (RET_K, 0, 0, RET_KILL_PROCESS),
-    ]
+    blocks: list[tuple[int, list[tuple[int, int, bool]]]] = []  # (number, [(arg, value, allowed if equal)])
+    for row, needed in SELF_ONLY.values():
+        blocks.append((row[column], [(arg, value, True) for arg, value in needed]))
+    for row, (arg, value) in REFUSED_WHEN.values():
+        blocks.append((row[column], [(arg, value, False)]))
+    head = 3 + len(checks) + len(blocks)  # the ALLOW after the jumps
+    starts, at = [], head + 1
+    for _, block in blocks:
+        starts.append(at)
+        at += 2 * len(block) + 1
+    refuse, kill = at, at + 1
+
+    def jump(frm: int, to: int) -> int:  # jumps count from the next instruction
+        if not 0 <= to - frm - 1 <= 255:
+            raise ValueError("the filter is too long for a BPF jump")
+        return to - frm - 1
+
+    code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, jump(1, kill), AUDIT_ARCH[arch])]
+    code.append((LD_W_ABS, 0, 0, DATA_NR))
+    for op, k in checks:
+        code.append((op, jump(len(code), refuse), 0, k))
+    for (number, _), start in zip(blocks, starts, strict=True):
+        code.append((JEQ_K, jump(len(code), start), 0, number))
+    code.append((RET_K, 0, 0, RET_ALLOW))
+    for _, block in blocks:
+        for arg, value, allowed_if_equal in block:
+            code.append((LD_W_ABS, 0, 0, DATA_ARGS + 8 * arg))
+            at_refuse = jump(len(code), refuse)
+            code.append((JEQ_K, 0, at_refuse, value) if allowed_if_equal else (JEQ_K, at_refuse, 0, value))
+        code.append((RET_K, 0, 0, RET_ALLOW))
+    code += [(RET_K, 0, 0, RET_ERRNO | errno.EPERM), (RET_K, 0, 0, RET_KILL_PROCESS)]
+    assert len(code) == kill + 1
     return code
 
 
