@@ -1400,3 +1400,21 @@ def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes,
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
     assert document["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
     assert "softmax() earn their points only where a hidden check of it passes" in visible["output"]
+
+
+def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
+    """An answer the codec refuses (a lab object whose state would hide a method of its class) failed
+    in the grader with the codec's CodecError, a ValueError: a check `pytest.raises(ValueError)` of an
+    error promise passed on it. Now it is a SubmissionError, as every answer the grader cannot use."""
+    tail = """
+    @_attack
+    def unreadable(argument):
+        policy = TabPolicy()
+        policy.__dict__["probs"] = 0.5  # would hide TabPolicy.probs in the grader
+        return policy
+    """
+    with worker(ref, tail) as (student, _):
+        with pytest.raises(SubmissionError) as raised:
+            student.softmax("unreadable:")
+    assert not isinstance(raised.value, ValueError)
+    assert "could not be read" in str(raised.value)
