@@ -237,7 +237,8 @@ for name, attempt in (
         through.append(name)
     except OSError:
         pass
-resource.setrlimit(core, resource.getrlimit(core))
+files = resource.RLIMIT_NOFILE
+resource.setrlimit(files, resource.getrlimit(files))
 os.nice(0)
 os.sched_setaffinity(0, os.sched_getaffinity(0))
 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -297,6 +298,26 @@ def test_a_worker_not_root_cannot_signal_renice_pin_or_limit_its_grader(off):
         shutil.rmtree(tmp_path, ignore_errors=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [], "went through on the grader"
+
+
+def test_a_worker_dumps_no_core_and_cannot_make_itself_dump_one(ref, layers_off):
+    """A crash dumps no core: the worker's core-file size is 1, which the kernel takes as "no dump"
+    even where core_pattern pipes to a program (apport, systemd-coredump), to which a size of 0 is no
+    limit at all: the whole process, up to its address-space limit, went to a helper running as root,
+    outside every quota. Before, the limit was 0, and the worker could set it again. Now it is 1, and
+    the filter refuses setting it (reading it still works)."""
+    layers_off("", "seccomp")
+    body = (
+        "import resource\n"
+        "limit = resource.getrlimit(resource.RLIMIT_CORE)\n"
+        "try:\n"
+        "    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+        "    lowered = 1.0\n"
+        "except (OSError, ValueError):  # EPERM: Python says 'not allowed to raise maximum limit'\n"
+        "    lowered = 0.0\n"
+        "return [float(limit[0]), float(limit[1]), lowered]"
+    )
+    assert attempt(ref, body) == [1.0, 1.0, 0.0]
 
 
 def test_a_worker_cannot_signal_even_itself(ref, layers_off):
@@ -441,7 +462,7 @@ def test_the_filter_refuses_its_list_kills_other_architectures_and_allows_the_re
     code = seccomp.program(arch)
     native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
     refused = {row[column] for row in seccomp.REFUSED.values()}
-    conditional = {row[column] for row, _ in (*seccomp.SELF_ONLY.values(), *seccomp.REFUSED_WHEN.values())}
+    conditional = {row[column] for row, _ in seccomp.CHECKED.values()}
     eperm = seccomp.RET_ERRNO | errno.EPERM
     for nr in refused:
         assert run_filter(code, native, nr) == eperm
@@ -458,13 +479,13 @@ def test_the_filter_refuses_its_list_kills_other_architectures_and_allows_the_re
 def test_the_filter_allows_the_calls_on_another_process_only_on_the_worker_itself(arch):
     """prlimit64, setpriority, the scheduler and I/O priority calls name their target: 0 (the caller) is
     allowed, any other process refused, whatever the upper 32 bits of a pid (the kernel reads an int);
-    prctl is refused only for PR_SET_PDEATHSIG."""
+    the core-file size may be read, never set; prctl is refused only for PR_SET_PDEATHSIG."""
     code = seccomp.program(arch)
     native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
     eperm = seccomp.RET_ERRNO | errno.EPERM
-    number = {name: row[column] for name, (row, _) in seccomp.SELF_ONLY.items()}
+    number = {name: row[column] for name, (row, _) in seccomp.CHECKED.items()}
     for name in ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"):
-        assert run_filter(code, native, number[name], (0, 7)) == seccomp.RET_ALLOW, name
+        assert run_filter(code, native, number[name], (0, 7, 0x7FFF0000)) == seccomp.RET_ALLOW, name
         assert run_filter(code, native, number[name], (4242, 7)) == eperm, name
         assert run_filter(code, native, number[name], (1 << 32 | 4242,)) == eperm, name
     setpriority, ioprio_set = number["setpriority"], number["ioprio_set"]
@@ -474,7 +495,13 @@ def test_the_filter_allows_the_calls_on_another_process_only_on_the_worker_itsel
     assert run_filter(code, native, ioprio_set, (1, 0, 7)) == seccomp.RET_ALLOW
     for which, who in ((1, 4242), (2, 0), (3, 1000)):
         assert run_filter(code, native, ioprio_set, (which, who, 7)) == eperm
-    prctl = seccomp.REFUSED_WHEN["prctl"][0][column]
+    core, prlimit64, setrlimit = seccomp.RLIMIT_CORE, number["prlimit64"], number["setrlimit"]
+    assert run_filter(code, native, prlimit64, (0, core, 0, 0x7FFF0000)) == seccomp.RET_ALLOW  # read
+    for new in (0x7FFF0000, 1 << 32):  # a new limit, at any address
+        assert run_filter(code, native, prlimit64, (0, core, new, 0)) == eperm
+    assert run_filter(code, native, setrlimit, (core, 0x7FFF0000)) == eperm
+    assert run_filter(code, native, setrlimit, (7, 0x7FFF0000)) == seccomp.RET_ALLOW  # RLIMIT_NOFILE
+    prctl = number["prctl"]
     assert run_filter(code, native, prctl, (1, 0)) == eperm  # PR_SET_PDEATHSIG
     assert run_filter(code, native, prctl, (2, 0)) == seccomp.RET_ALLOW  # PR_GET_PDEATHSIG
     assert run_filter(code, native, prctl, (38, 1)) == seccomp.RET_ALLOW  # PR_SET_NO_NEW_PRIVS
