@@ -328,6 +328,22 @@ def test_a_worker_cannot_signal_even_itself(ref, layers_off):
     assert isinstance(attempt(ref, body), PermissionError)
 
 
+def test_a_worker_cannot_clear_its_parent_death_signal(ref, layers_off):
+    """The worker dies with its grader (PR_SET_PDEATHSIG, set before exec). Before, prctl cleared it
+    (it returned 0): a worker whose grader was killed mid-call lived on, sleeping, past every bound but
+    its CPU limit. Now the filter refuses it and the signal stays SIGKILL."""
+    layers_off("", "seccomp")
+    body = (
+        "import ctypes, signal\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "cleared = libc.prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG, 0\n"
+        "now = ctypes.c_int()\n"
+        "libc.prctl(2, ctypes.byref(now), 0, 0, 0)  # PR_GET_PDEATHSIG\n"
+        "return [float(cleared), float(now.value == signal.SIGKILL)]"
+    )
+    assert attempt(ref, body) == [-1.0, 1.0]
+
+
 # -- memory beyond the limit -------------------------------------------------------------------------------
 
 # Both fill memory towards 2 GB and say how much they held: the address space never counts it (memfds
