@@ -32,6 +32,7 @@ from grader.local import ExerciseInfo, Verdict, VisiblePromise, exercises_data
 from grader.manifest import Exercise, Manifest, parse_manifest
 from grader.points_doc import UNMARKED, points_doc
 from grader.promises import (
+    GATED,
     KINDS,
     Promise,
     PromiseError,
@@ -509,6 +510,19 @@ def test_a_visible_check_earns_only_beside_a_passing_hidden_check_of_its_functio
     assert set(visible.withheld) == names
     (alone,) = score_suites(manifest, records[:2], promises=PROMISES_F)
     assert (alone.score, alone.withheld) == (4.0, ())
+
+
+def test_every_function_a_visible_check_names_has_a_hidden_check_that_can_unlock_it():
+    """A visible check earns only beside a passing hidden check of a value, edge or rng promise of its
+    function: a function with visible checks and no such hidden check could never earn them."""
+    promises = inventory_promises(INVENTORY_DATA)
+    named: dict[str, set[tuple[int, str]]] = {"visible": set(), "hidden": set()}
+    for test in INVENTORY_DATA["tests"]:
+        promise = promises.get(test.get("promise") or "")
+        if test["suite"] == "hidden" and promise is not None and promise.kind in GATED:
+            continue
+        named[test["suite"]].add((test["exercise"], promise.function if promise else ""))
+    assert named["visible"] <= named["hidden"], sorted(named["visible"] - named["hidden"])
 
 
 def test_unmarked_checks_score_exactly_as_every_check_worth_the_same_did():
