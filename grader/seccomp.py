@@ -35,8 +35,8 @@ Refused with EPERM (Python raises PermissionError, the call's answer names it; n
   run as the worker's own user, which Landlock does not keep signals from below ABI 6.
 - On another process (only the worker itself, named by 0, may be the target: `CHECKED`): prlimit64,
   setpriority, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr and ioprio_set. Landlock
-  scopes none of them: without the uid layer a worker lowered its grader's CPU limit to 1 s (the grader
-  died of SIGXCPU), and could renice or pin a neighbour's worker to starve it past its wall bound.
+  scopes none of them: without the uid layer a worker lowered its grader's CPU limit to 1 s (the kernel
+  killed the grader at its next second of CPU), and could renice or pin a neighbour's worker.
 - Setting the core-file size (setrlimit, or prlimit64 with a new limit): the worker's is 1, which the
   kernel takes as "no core dump" whatever core_pattern says; at 0, a core_pattern that pipes to a
   program (apport, systemd-coredump: Ubuntu, Fedora, many Docker hosts) still gets the whole process
