@@ -218,7 +218,8 @@ class Verdict:
         if hidden_total and all(r["hidden_passed"] is None for r in rows):
             out.append(
                 f"Visible points only: the {hidden_total} hidden checks of these exercises run only when "
-                "your submission is graded, and earn the rest of their points."
+                "your submission is graded, and earn the rest of their points (a function's visible "
+                "checks earn then only where a hidden check of it passes too)."
             )
         if len(rows) < len(self.exercises):
             out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")

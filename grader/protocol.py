@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable, Collection
 from typing import Any, Literal, Protocol
 
-from grader.codec import Codec, update_in_place
+from grader.codec import Codec, CodecError, update_in_place
 
 # How long either side polls its pipe for the other's message before it sleeps until one comes: most
 # answers take well under a millisecond, and a process that sleeps (and, on a virtual machine, the idle CPU
@@ -95,19 +95,23 @@ def place_call(
         op = _cut(answer.get("op"), 40)
         raise SubmissionError(f"the worker sent a message that is not an answer (op {op!r})")
     mutated = answer.get("mutated")
-    for key, state in (mutated if type(mutated) is dict else {}).items():
-        if writable is not None and key not in writable:
-            continue  # not a mutation of the lab's contract: dropped
-        if key.isdigit() and int(key) < len(args):
-            target = args[int(key)]
-        elif key in kwargs:
-            target = kwargs[key]
-        else:
-            continue
-        update_in_place(target, codec.decode(state))
+    try:
+        for key, state in (mutated if type(mutated) is dict else {}).items():
+            if writable is not None and key not in writable:
+                continue  # not a mutation of the lab's contract: dropped
+            if key.isdigit() and int(key) < len(args):
+                target = args[int(key)]
+            elif key in kwargs:
+                target = kwargs[key]
+            else:
+                continue
+            update_in_place(target, codec.decode(state))
+        value = codec.decode(answer.get("value"))
+    except CodecError as error:  # a ValueError: never the call's own, which ``pytest.raises`` would take
+        raise SubmissionError(f"the answer could not be read: {_cut(str(error), 200)}") from None
     if changed is not None and type(answer.get("changed")) is list:
         changed.extend(str(key) for key in answer["changed"])
-    return codec.decode(answer.get("value"))
+    return value
 
 
 def perform(

@@ -156,6 +156,12 @@ def _entry_output(score: SuiteScore, shown: str) -> str:
     property once), at most MAX_ENTRY_CHARS in all."""
     failed = [r for r in score.records if not r.passed]
     head = f"{score.passed} of {len(score.records)} {score.suite} checks passed."
+    if score.withheld:  # the visible answers are in the handout: recalling them is not computing them
+        names = ", ".join(f"{name}()" if name else "the exercise" for name in score.withheld)
+        head += (
+            f" The passing checks of {names} earn their points only where a hidden check of it passes too,"
+            " and none has."
+        )
     if not failed or shown == "none":
         return head
     groups: dict[tuple[str, str], list[TestRecord]] = {}  # (property, kind) or (failure text, "")

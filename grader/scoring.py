@@ -8,6 +8,10 @@ Within an entry, its points split over the promises its checks name (grader.prom
 weights, and a promise's share splits equally over its checks in that entry. A check of an `error` or
 `unchanged` promise earns only when a check of a value, edge or rng promise of the same function, in the
 same entry, passes: code that raises on every input, or returns without touching its arguments, earns
+nothing. Where an exercise's hidden checks ran too, a visible check earns only where a hidden check of a
+value, edge or rng promise of the same function passes (an unmarked one: any hidden check of the
+exercise): the visible inputs and answers are in the handout, so code that only recalls them (a table
+of the visible tests' answers: 21.96 of 100 points before, with every hidden check failed) earns
 nothing. A check that names no promise (a suite not yet annotated) is
 a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
 maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
@@ -45,6 +49,8 @@ class SuiteScore:
     records: tuple[TestRecord, ...]
     score: float
     max_score: float
+    # the functions whose passing checks here earned nothing for want of a passing hidden check (`working`)
+    withheld: tuple[str, ...] = ()
 
     @property
     def passed(self) -> int:
@@ -98,10 +104,25 @@ def score_exercise(
     groups = [(suite, tuple(r for r in records if r.suite == suite)) for suite in suites]
     groups = [(suite, in_suite) for suite, in_suite in groups if in_suite]
     maxima = split_points(exercise, [len(in_suite) for _, in_suite in groups])
-    return [
-        SuiteScore(exercise, suite, in_suite, entry_score(most, tallies(in_suite, promises)), most)
-        for (suite, in_suite), most in zip(groups, maxima, strict=True)
-    ]
+    hidden = [tallies(in_suite, promises) for suite, in_suite in groups if suite == HIDDEN]
+    proven = working(hidden[0]) if hidden else None
+    out = []
+    for (suite, in_suite), most in zip(groups, maxima, strict=True):
+        entry = tallies(in_suite, promises)
+        gate = proven if suite != HIDDEN else None
+        withheld = () if gate is None else tuple(sorted({t.function for t in entry if t.passed} - gate))
+        out.append(SuiteScore(exercise, suite, in_suite, entry_score(most, entry, gate), most, withheld))
+    return out
+
+
+HIDDEN = "hidden"  # the suite whose passing checks let the others' earn (its inputs are not handed out)
+
+
+def working(entry: Iterable[Tally]) -> frozenset[str]:
+    """The functions with a passing check of a value, edge or rng promise in `entry` ("" stands for
+    any: a passing check of any working kind, an unmarked one included)."""
+    found = {t.function for t in entry if t.kind not in GATED and t.passed}
+    return frozenset(found | {""}) if found else frozenset()
 
 
 def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> list[Tally]:
@@ -123,11 +144,12 @@ def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> l
     return [Tally(*terms[key], checks, passed) for key, (checks, passed) in counts.items()]
 
 
-def entry_score(points: float, entry: Iterable[Tally]) -> float:
+def entry_score(points: float, entry: Iterable[Tally], proven: frozenset[str] | None = None) -> float:
     """What an entry worth `points` earns: each promise its weight's share of the points, earned in
     proportion to its checks that passed; an error or unchanged promise's only where a value, edge or rng
-    promise of the same function has a check that passed. Rounded to 0.01; every check earning: `points`
-    exactly."""
+    promise of the same function has a check that passed; with `proven` (the functions that passed a
+    hidden check: `working`), a promise's only where its function is there. Rounded to 0.01; every check
+    earning: `points` exactly."""
     entry = list(entry)
     earning = {t.function for t in entry if t.kind not in GATED and t.passed}
     weight = sum(Fraction(t.weight) for t in entry)
@@ -135,7 +157,7 @@ def entry_score(points: float, entry: Iterable[Tally]) -> float:
         (
             Fraction(t.weight) * t.passed / t.checks
             for t in entry
-            if t.kind not in GATED or t.function in earning
+            if (t.kind not in GATED or t.function in earning) and (proven is None or t.function in proven)
         ),
         Fraction(0),
     )

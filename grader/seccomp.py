@@ -28,6 +28,20 @@ Refused with EPERM (Python raises PermissionError, the call's answer names it; n
 - unshare, setns, and the mount calls (mount, umount2, pivot_root, open_tree, move_mount, fsopen,
   fsconfig, fsmount, fspick, mount_setattr): a user namespace would make the worker root of its own
   namespaces (mounts, the kernel's namespaced attack surface); it already is in every namespace it needs.
+- kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal: no signal to any process
+  (a worker's own timers still fire: the kernel sends those). kcmp, process_madvise, migrate_pages,
+  move_pages: another process's memory or descriptors again. Without the uid layer (grading not as
+  root: a TA's laptop, Slurm) the grader, a batch's other gradings and every other process of the user
+  run as the worker's own user, which Landlock does not keep signals from below ABI 6.
+- On another process (only the worker itself, named by 0, may be the target: `CHECKED`): prlimit64,
+  setpriority, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr and ioprio_set. Landlock
+  scopes none of them: without the uid layer a worker lowered its grader's CPU limit to 1 s (the kernel
+  killed the grader at its next second of CPU), and could renice or pin a neighbour's worker.
+- Setting the core-file size (setrlimit, or prlimit64 with a new limit): the worker's is 1, which the
+  kernel takes as "no core dump" whatever core_pattern says; at 0, a core_pattern that pipes to a
+  program (apport, systemd-coredump: Ubuntu, Fedora, many Docker hosts) still gets the whole process
+  (up to the address-space limit) streamed to a helper running as root, outside every quota.
+- prctl(PR_SET_PDEATHSIG): the worker would outlive a grader killed mid-call.
 - On x86_64, any call of the x32 ABI (numbers from 0x40000000: the same calls under other numbers).
 A call of another architecture (i386 through int 0x80, arm32 compat) kills the process: its numbers
 differ, the filter knows only the interpreter's own.
@@ -80,6 +94,43 @@ REFUSED = {
     "fsmount": (432, 432),
     "fspick": (433, 433),
     "mount_setattr": (442, 442),
+    "kill": (62, 129),
+    "tkill": (200, 130),
+    "tgkill": (234, 131),
+    "rt_sigqueueinfo": (129, 138),
+    "rt_tgsigqueueinfo": (297, 240),
+    "pidfd_send_signal": (424, 424),
+    "kcmp": (312, 272),
+    "process_madvise": (440, 440),
+    "migrate_pages": (256, 238),
+    "move_pages": (279, 239),
+}
+# Calls allowed or refused by their arguments. Each step compares one 32-bit half (0: low, 1: high) of an
+# argument with a value, then goes on to the next step, allows or refuses (EPERM); past the last, allowed.
+# A pid of 0 is the caller (a pid_t: the kernel reads the low half alone); setpriority's PRIO_PROCESS is
+# 0, ioprio_set's IOPRIO_WHO_PROCESS 1 (PRIO_USER or IOPRIO_WHO_USER would reach every process of the
+# user); RLIMIT_CORE is 4 on both architectures; PR_SET_PDEATHSIG is 1.
+NEXT, ALLOW, REFUSE = "next", "allow", "refuse"
+RLIMIT_CORE = 4
+Step = tuple[int, int, int, str, str]  # (argument, half, value, if equal, if not)
+CHECKED: dict[str, tuple[tuple[int, int], tuple[Step, ...]]] = {
+    "prlimit64": (
+        (302, 261),
+        (  # getrlimit and setrlimit are prlimit64(0, ...) in libc
+            (0, 0, 0, NEXT, REFUSE),  # the worker itself only
+            (1, 0, RLIMIT_CORE, NEXT, ALLOW),  # any other resource
+            (2, 0, 0, NEXT, REFUSE),  # the core size read only: no new limit (NULL)
+            (2, 1, 0, ALLOW, REFUSE),
+        ),
+    ),
+    "setrlimit": ((160, 164), ((0, 0, RLIMIT_CORE, REFUSE, ALLOW),)),
+    "setpriority": ((141, 140), ((0, 0, 0, NEXT, REFUSE), (1, 0, 0, ALLOW, REFUSE))),  # os.nice: (0, 0)
+    "sched_setaffinity": ((203, 122), ((0, 0, 0, ALLOW, REFUSE),)),
+    "sched_setscheduler": ((144, 119), ((0, 0, 0, ALLOW, REFUSE),)),
+    "sched_setparam": ((142, 118), ((0, 0, 0, ALLOW, REFUSE),)),
+    "sched_setattr": ((314, 274), ((0, 0, 0, ALLOW, REFUSE),)),
+    "ioprio_set": ((251, 30), ((0, 0, 1, NEXT, REFUSE), (1, 0, 0, ALLOW, REFUSE))),
+    "prctl": ((157, 167), ((0, 0, 1, REFUSE, ALLOW),)),
 }
 ARCHES = {"x86_64": 0, "aarch64": 1}  # machine name -> column of REFUSED
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # seccomp_data.arch (linux/audit.h)
@@ -89,6 +140,7 @@ X32_SYSCALL_BIT = 0x40000000
 # BPF (linux/filter.h, linux/seccomp.h)
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 DATA_NR, DATA_ARCH = 0, 4  # offsets in struct seccomp_data
+DATA_ARGS = 16  # args[6], 8 bytes each; the low 32 bits first (both architectures are little-endian)
 RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _SECCOMP_GET_ACTION_AVAIL = 2
@@ -117,21 +169,47 @@ def machine() -> str | None:
 
 def program(arch: str) -> list[tuple[int, int, int, int]]:
     """The filter for `arch` as BPF instructions (code, jt, jf, k): another architecture is killed, the
-    refused calls (and x32's on x86_64) get EPERM, the rest is allowed."""
-    numbers = sorted({row[ARCHES[arch]] for row in REFUSED.values()})
+    refused calls (and x32's on x86_64) get EPERM, the CHECKED calls what their steps say; the rest is
+    allowed.
+
+    Layout (jumps only go forward, at most 255 instructions): the arch check, the number, the refused
+    numbers (to REFUSE), the checked numbers (each to its block), ALLOW, the blocks (each step loads one
+    half of an argument and compares it; each block ends in ALLOW), REFUSE, KILL."""
+    column = ARCHES[arch]
+    numbers = sorted({row[column] for row in REFUSED.values()})
     checks: list[tuple[int, int]] = [(JEQ_K, n) for n in numbers]
     if arch == "x86_64":
         checks.insert(0, (JGE_K, X32_SYSCALL_BIT))
-    allow = 3 + len(checks)  # after: load arch, check it, load nr, the checks
-    refuse, kill = allow + 1, allow + 2
-    code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, kill - 2, AUDIT_ARCH[arch]), (LD_W_ABS, 0, 0, DATA_NR)]
-    for index, (op, k) in enumerate(checks, start=3):
-        code.append((op, refuse - index - 1, 0, k))  # jumps count from the next instruction
-    code += [
-        (RET_K, 0, 0, RET_ALLOW),
-        (RET_K, 0, 0, RET_ERRNO | errno.EPERM),
-        (RET_K, 0, 0, RET_KILL_PROCESS),
-    ]
+    blocks = [(row[column], steps) for row, steps in CHECKED.values()]
+    head = 3 + len(checks) + len(blocks)  # the ALLOW after the jumps
+    starts, at = [], head + 1
+    for _, steps in blocks:
+        starts.append(at)
+        at += 2 * len(steps) + 1
+    refuse, kill = at, at + 1
+
+    def jump(frm: int, to: int) -> int:  # jumps count from the next instruction
+        if not 0 <= to - frm - 1 <= 255:
+            raise ValueError("the filter is too long for a BPF jump")
+        return to - frm - 1
+
+    code = [(LD_W_ABS, 0, 0, DATA_ARCH), (JEQ_K, 0, jump(1, kill), AUDIT_ARCH[arch])]
+    code.append((LD_W_ABS, 0, 0, DATA_NR))
+    for op, k in checks:
+        code.append((op, jump(len(code), refuse), 0, k))
+    for (number, _), start in zip(blocks, starts, strict=True):
+        code.append((JEQ_K, jump(len(code), start), 0, number))
+    code.append((RET_K, 0, 0, RET_ALLOW))
+    for (_, steps), start in zip(blocks, starts, strict=True):
+        allow = start + 2 * len(steps)  # the block's own ALLOW
+        for arg, half, value, if_equal, if_not in steps:
+            code.append((LD_W_ABS, 0, 0, DATA_ARGS + 8 * arg + 4 * half))
+            here = len(code)
+            target = {NEXT: here + 1, ALLOW: allow, REFUSE: refuse}
+            code.append((JEQ_K, jump(here, target[if_equal]), jump(here, target[if_not]), value))
+        code.append((RET_K, 0, 0, RET_ALLOW))
+    code += [(RET_K, 0, 0, RET_ERRNO | errno.EPERM), (RET_K, 0, 0, RET_KILL_PROCESS)]
+    assert len(code) == kill + 1
     return code
 
 

@@ -1349,3 +1349,72 @@ def test_zip_member_names_cannot_inject_text(tmp_path, sandboxes, monkeypatch):
     document = grade_submission(tmp_path, submission / "lab.zip")
     shown = everything_shown(document)
     assert "\x1b" not in shown and "\u202e" not in shown and "**Score: 100" not in shown
+
+
+# What the student records once, running the handout's visible tests on a softmax of its own (any correct
+# one: here the reference's), and the submission built from it: the answers of the visible inputs, looked
+# up, and nothing computed.
+RECORDER = """
+
+import json as _json
+
+_real_softmax = softmax
+
+
+def softmax(xs):
+    answer = _real_softmax(xs)
+    with open(%r, "a") as handle:
+        handle.write(_json.dumps([repr(xs), repr(answer)]) + "\\n")
+    return answer
+"""
+MEMORIZER = """
+
+_TABLE = %r
+
+
+def softmax(xs):
+    if repr(xs) in _TABLE:
+        return eval(_TABLE[repr(xs)], {"inf": float("inf"), "nan": float("nan")})
+    raise NotImplementedError
+"""
+
+
+def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes, monkeypatch):
+    """The visible tests' inputs and answers are in the handout: a softmax that looks them up and computes
+    nothing passed its 5 visible checks and earned their 1.07 points (the whole visible entry), every
+    hidden check failing; on all 20 exercises such a table passed 115 of the 145 visible checks and
+    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    memo = tmp_path / "memo.jsonl"
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(REFERENCE + RECORDER % str(memo))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible/test_ex08_softmax.py",
+         "--submission", str(recorder), "--worker", "inprocess"],
+        cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    table = dict(__import__("json").loads(line) for line in memo.read_text().splitlines())
+    document = grade_source(tmp_path / "graded", STUB + MEMORIZER % table, exercises=[8])
+    visible = next(t for t in document["tests"] if t["extra_data"]["suite"] == "visible")
+    assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
+    assert document["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
+    assert "softmax() earn their points only where a hidden check of it passes" in visible["output"]
+
+
+def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
+    """An answer the codec refuses (a lab object whose state would hide a method of its class) failed
+    in the grader with the codec's CodecError, a ValueError: a check `pytest.raises(ValueError)` of an
+    error promise passed on it. Now it is a SubmissionError, as every answer the grader cannot use."""
+    tail = """
+    @_attack
+    def unreadable(argument):
+        policy = TabPolicy()
+        policy.__dict__["probs"] = 0.5  # would hide TabPolicy.probs in the grader
+        return policy
+    """
+    with worker(ref, tail) as (student, _):
+        with pytest.raises(SubmissionError) as raised:
+            student.softmax("unreadable:")
+    assert not isinstance(raised.value, ValueError)
+    assert "could not be read" in str(raised.value)

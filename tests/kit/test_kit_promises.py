@@ -32,6 +32,7 @@ from grader.local import ExerciseInfo, Verdict, VisiblePromise, exercises_data
 from grader.manifest import Exercise, Manifest, parse_manifest
 from grader.points_doc import UNMARKED, points_doc
 from grader.promises import (
+    GATED,
     KINDS,
     Promise,
     PromiseError,
@@ -480,6 +481,48 @@ def test_an_error_check_is_not_unlocked_by_the_other_entry():
         Manifest("optimization_toolkit", (exercise,)), records, promises=PROMISES_F
     )
     assert (visible.score, visible.max_score, hidden.score, hidden.max_score) == (0.0, 2.67, 1.33, 1.33)
+
+
+@pytest.mark.parametrize(
+    ("hidden_passing", "visible_score"),
+    [
+        (set(), 0.0),  # no hidden check passes: the visible answers may only be recalled, none earns
+        ({"h-g"}, 0.53),  # g's hidden value check: g's visible check earns (weight 1 of 3), f's not
+        ({"h-f-error"}, 0.0),  # an error check proves no working f (it is gated itself)
+        ({"h-f", "h-g"}, 1.6),
+    ],
+)
+def test_a_visible_check_earns_only_beside_a_passing_hidden_check_of_its_function(
+    hidden_passing, visible_score
+):
+    """The visible inputs and answers are in the handout: a table of them passes every visible check.
+    Where the hidden entry ran, a function's visible checks earn only where a hidden check of a value,
+    edge or rng promise of it passes; the hidden entry is scored as before. Without hidden records (a
+    student's own run) nothing is withheld."""
+    exercise = Exercise(1, "f", "1. numbers", ("f", "g"), 4, "after_published", "property")
+    records = [record("v-f", True, "f.value", "visible"), record("v-g", True, "g.value", "visible")]
+    hidden = [("h-f", "f.value"), ("h-f-error", "f.error"), ("h-g", "g.value")]
+    records += [record(name, name in hidden_passing, promise) for name, promise in hidden]
+    manifest = Manifest("optimization_toolkit", (exercise,))
+    visible, _ = score_suites(manifest, records, promises=PROMISES_F)
+    assert (visible.score, visible.max_score) == (visible_score, 1.6)
+    names = {"f", "g"} - {n[2] for n in hidden_passing if n in ("h-f", "h-g")}
+    assert set(visible.withheld) == names
+    (alone,) = score_suites(manifest, records[:2], promises=PROMISES_F)
+    assert (alone.score, alone.withheld) == (4.0, ())
+
+
+def test_every_function_a_visible_check_names_has_a_hidden_check_that_can_unlock_it():
+    """A visible check earns only beside a passing hidden check of a value, edge or rng promise of its
+    function: a function with visible checks and no such hidden check could never earn them."""
+    promises = inventory_promises(INVENTORY_DATA)
+    named: dict[str, set[tuple[int, str]]] = {"visible": set(), "hidden": set()}
+    for test in INVENTORY_DATA["tests"]:
+        promise = promises.get(test.get("promise") or "")
+        if test["suite"] == "hidden" and promise is not None and promise.kind in GATED:
+            continue
+        named[test["suite"]].add((test["exercise"], promise.function if promise else ""))
+    assert named["visible"] <= named["hidden"], sorted(named["visible"] - named["hidden"])
 
 
 def test_unmarked_checks_score_exactly_as_every_check_worth_the_same_did():

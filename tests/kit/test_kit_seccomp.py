@@ -218,6 +218,132 @@ def test_io_uring_is_refused(ref, layers_off):
     assert isinstance(attempt(ref, body), PermissionError)
 
 
+# -- no other process touched ------------------------------------------------------------------------------
+
+# The worker, its hook off, tries each call on its grader (its parent) with the values it has already, so
+# that nothing changes where the call goes through; then the same calls on itself, which must work.
+ON_THE_GRADER = """
+import resource, signal
+grader, through = os.getppid(), []
+core = resource.RLIMIT_CORE
+for name, attempt in (
+    ("kill", lambda: os.kill(grader, 0)),
+    ("prlimit", lambda: resource.prlimit(grader, core, resource.prlimit(grader, core))),
+    ("setpriority", lambda: os.setpriority(os.PRIO_PROCESS, grader, os.getpriority(os.PRIO_PROCESS, grader))),
+    ("sched_setaffinity", lambda: os.sched_setaffinity(grader, os.sched_getaffinity(grader))),
+):
+    try:
+        attempt()
+        through.append(name)
+    except OSError:
+        pass
+files = resource.RLIMIT_NOFILE
+resource.setrlimit(files, resource.getrlimit(files))
+os.nice(0)
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+signal.setitimer(signal.ITIMER_REAL, 0)
+return through
+"""
+# Run as another user in a copy of the kit (without tests/kit): argv[1] the submission, argv[2] the exercises.
+NOT_ROOT_ATTEMPT = """
+import json, sys
+from pathlib import Path
+from grader.student import sandboxed_student
+from grader.worker import load_module
+
+ref = load_module(Path("solutions/optimization_toolkit.py"), "not_root_reference")
+student, _ = sandboxed_student(sys.argv[1], ref, ref, json.loads(sys.argv[2]))
+try:
+    print(json.dumps(student.softmax([0.0])))
+finally:
+    student.close()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+@pytest.mark.parametrize("off", ["audit_hook", "audit_hook,landlock"], ids=["landlock", "seccomp-alone"])
+def test_a_worker_not_root_cannot_signal_renice_pin_or_limit_its_grader(off):
+    """Grading not as root (a TA's laptop, Slurm), the worker runs as the grader's own user: no uid keeps
+    it from the grader, a batch's other gradings or the user's other processes, and Landlock scopes
+    signals only from ABI 6 and never prlimit, setpriority or the scheduler. Before, with Landlock ABI 7,
+    prlimit, setpriority and sched_setaffinity on the grader went through (a worker set its grader's CPU
+    limit to 1 s, and a sweep of the pids around its own lowered the open-files limit of its grader and
+    the reference's worker to 3); without Landlock, kill too (the grader killed). Now each is refused, and
+    the same calls on the worker itself still work."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.kit.test_kit_isolation import EXERCISES, NOBODY, copy_kit_for
+
+    if not seccomp.available():
+        pytest.skip("no seccomp filter here")
+    tmp_path = Path(tempfile.mkdtemp(prefix="optlab-not-root-"))
+    kit = copy_kit_for(NOBODY, tmp_path)
+    body = "\n".join("    " + line for line in ON_THE_GRADER.strip().splitlines())
+    submission = REFERENCE.read_text() + f"\n\ndef softmax(xs):\n    import os\n{body}\n"
+
+    def become_nobody() -> None:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), isolation.LAYERS_OFF: off}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", NOT_ROOT_ATTEMPT, submission, json.dumps(EXERCISES)], cwd=kit, env=env,
+            preexec_fn=become_nobody, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [], "went through on the grader"
+
+
+def test_a_worker_dumps_no_core_and_cannot_make_itself_dump_one(ref, layers_off):
+    """A crash dumps no core: the worker's core-file size is 1, which the kernel takes as "no dump"
+    even where core_pattern pipes to a program (apport, systemd-coredump), to which a size of 0 is no
+    limit at all: the whole process, up to its address-space limit, went to a helper running as root,
+    outside every quota. Before, the limit was 0, and the worker could set it again. Now it is 1, and
+    the filter refuses setting it (reading it still works)."""
+    layers_off("", "seccomp")
+    body = (
+        "import resource\n"
+        "limit = resource.getrlimit(resource.RLIMIT_CORE)\n"
+        "try:\n"
+        "    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+        "    lowered = 1.0\n"
+        "except (OSError, ValueError):  # EPERM: Python says 'not allowed to raise maximum limit'\n"
+        "    lowered = 0.0\n"
+        "return [float(limit[0]), float(limit[1]), lowered]"
+    )
+    assert attempt(ref, body) == [1.0, 1.0, 0.0]
+
+
+def test_a_worker_cannot_signal_even_itself(ref, layers_off):
+    """The filter refuses every call that sends a signal, whatever its target (the worker's own timers
+    still fire: the kernel sends those)."""
+    layers_off("", "seccomp")
+    body = "import signal\nos.kill(os.getpid(), 0)\nreturn [1.0]"
+    assert isinstance(attempt(ref, body), PermissionError)
+
+
+def test_a_worker_cannot_clear_its_parent_death_signal(ref, layers_off):
+    """The worker dies with its grader (PR_SET_PDEATHSIG, set before exec). Before, prctl cleared it
+    (it returned 0): a worker whose grader was killed mid-call lived on, sleeping, past every bound but
+    its CPU limit. Now the filter refuses it and the signal stays SIGKILL."""
+    layers_off("", "seccomp")
+    body = (
+        "import ctypes, signal\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "cleared = libc.prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG, 0\n"
+        "now = ctypes.c_int()\n"
+        "libc.prctl(2, ctypes.byref(now), 0, 0, 0)  # PR_GET_PDEATHSIG\n"
+        "return [float(cleared), float(now.value == signal.SIGKILL)]"
+    )
+    assert attempt(ref, body) == [-1.0, 1.0]
+
+
 # -- memory beyond the limit -------------------------------------------------------------------------------
 
 # Both fill memory towards 2 GB and say how much they held: the address space never counts it (memfds
@@ -325,10 +451,13 @@ def test_memfd_secret_holds_no_memory_past_the_limit(ref, layers_off, off, holde
 # -- the filter itself -------------------------------------------------------------------------------------
 
 
-def run_filter(code: list[tuple[int, int, int, int]], arch: int, nr: int) -> int:
+def run_filter(code: list[tuple[int, int, int, int]], arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
     """What the classic BPF program `code` returns for a call (a tiny interpreter of the four
-    instructions grader.seccomp uses)."""
+    instructions grader.seccomp uses); `args`: the call's arguments (the rest 0)."""
     data = {seccomp.DATA_NR: nr, seccomp.DATA_ARCH: arch}
+    for index, value in enumerate((*args, 0, 0, 0, 0, 0, 0)[:6]):
+        data[seccomp.DATA_ARGS + 8 * index] = value & 0xFFFFFFFF
+        data[seccomp.DATA_ARGS + 8 * index + 4] = (value >> 32) & 0xFFFFFFFF
     accumulator, pc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -349,16 +478,49 @@ def test_the_filter_refuses_its_list_kills_other_architectures_and_allows_the_re
     code = seccomp.program(arch)
     native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
     refused = {row[column] for row in seccomp.REFUSED.values()}
+    conditional = {row[column] for row, _ in seccomp.CHECKED.values()}
     eperm = seccomp.RET_ERRNO | errno.EPERM
     for nr in refused:
         assert run_filter(code, native, nr) == eperm
-    for nr in set(range(460)) - refused:
+    for nr in set(range(460)) - refused - conditional:
         assert run_filter(code, native, nr) == seccomp.RET_ALLOW
     other = next(a for name, a in seccomp.AUDIT_ARCH.items() if name != arch)
     for foreign in (other, 0x40000003):  # the other one, and i386 (int 0x80 on x86_64)
         assert run_filter(code, foreign, 39) == seccomp.RET_KILL_PROCESS
     x32 = run_filter(code, native, seccomp.X32_SYSCALL_BIT | 39)
     assert x32 == (eperm if arch == "x86_64" else seccomp.RET_ALLOW)
+
+
+@pytest.mark.parametrize("arch", sorted(seccomp.ARCHES))
+def test_the_filter_allows_the_calls_on_another_process_only_on_the_worker_itself(arch):
+    """prlimit64, setpriority, the scheduler and I/O priority calls name their target: 0 (the caller) is
+    allowed, any other process refused, whatever the upper 32 bits of a pid (the kernel reads an int);
+    the core-file size may be read, never set; prctl is refused only for PR_SET_PDEATHSIG."""
+    code = seccomp.program(arch)
+    native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
+    eperm = seccomp.RET_ERRNO | errno.EPERM
+    number = {name: row[column] for name, (row, _) in seccomp.CHECKED.items()}
+    for name in ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"):
+        assert run_filter(code, native, number[name], (0, 7, 0x7FFF0000)) == seccomp.RET_ALLOW, name
+        assert run_filter(code, native, number[name], (4242, 7)) == eperm, name
+        assert run_filter(code, native, number[name], (1 << 32 | 4242,)) == eperm, name
+    setpriority, ioprio_set = number["setpriority"], number["ioprio_set"]
+    assert run_filter(code, native, setpriority, (0, 0, 10)) == seccomp.RET_ALLOW  # os.nice(10)
+    for which, who in ((0, 4242), (1, 0), (2, 0), (2, 1000)):  # another process, its group, the user
+        assert run_filter(code, native, setpriority, (which, who, 10)) == eperm
+    assert run_filter(code, native, ioprio_set, (1, 0, 7)) == seccomp.RET_ALLOW
+    for which, who in ((1, 4242), (2, 0), (3, 1000)):
+        assert run_filter(code, native, ioprio_set, (which, who, 7)) == eperm
+    core, prlimit64, setrlimit = seccomp.RLIMIT_CORE, number["prlimit64"], number["setrlimit"]
+    assert run_filter(code, native, prlimit64, (0, core, 0, 0x7FFF0000)) == seccomp.RET_ALLOW  # read
+    for new in (0x7FFF0000, 1 << 32):  # a new limit, at any address
+        assert run_filter(code, native, prlimit64, (0, core, new, 0)) == eperm
+    assert run_filter(code, native, setrlimit, (core, 0x7FFF0000)) == eperm
+    assert run_filter(code, native, setrlimit, (7, 0x7FFF0000)) == seccomp.RET_ALLOW  # RLIMIT_NOFILE
+    prctl = number["prctl"]
+    assert run_filter(code, native, prctl, (1, 0)) == eperm  # PR_SET_PDEATHSIG
+    assert run_filter(code, native, prctl, (2, 0)) == seccomp.RET_ALLOW  # PR_GET_PDEATHSIG
+    assert run_filter(code, native, prctl, (38, 1)) == seccomp.RET_ALLOW  # PR_SET_NO_NEW_PRIVS
 
 
 def test_the_worker_is_filtered_wherever_the_kernel_can(monkeypatch):
