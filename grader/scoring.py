@@ -97,6 +97,9 @@ def score_suites(
     return out
 
 
+HIDDEN = "hidden"  # the suite whose passing checks let the others' earn (its inputs are not handed out)
+
+
 def score_exercise(
     exercise: Exercise, records: list[TestRecord], suites: Iterable[str], promises: Mapping[str, Promise]
 ) -> list[SuiteScore]:
@@ -113,9 +116,6 @@ def score_exercise(
         withheld = () if gate is None else tuple(sorted({t.function for t in entry if t.passed} - gate))
         out.append(SuiteScore(exercise, suite, in_suite, entry_score(most, entry, gate), most, withheld))
     return out
-
-
-HIDDEN = "hidden"  # the suite whose passing checks let the others' earn (its inputs are not handed out)
 
 
 def working(entry: Iterable[Tally]) -> frozenset[str]:
