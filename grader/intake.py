@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import re
+import stat
 import tokenize
 import unicodedata
 import warnings
@@ -26,10 +27,10 @@ from typing import IO
 from grader.errors import KitError
 from grader.layout import MODULE
 
-MAX_MEMBERS = 2000
-MAX_FOLDER_DEPTH = 64  # folders inside folders: os.walk recurses (Python 3.11), a deeper tree would overflow
+MAX_MEMBERS = 2000  # a zip's members, a folder's entries (files, folders, links: each one it holds)
+MAX_FOLDER_DEPTH = 64  # folders inside folders
 MAX_MEMBER_BYTES = 5 * 1024 * 1024
-MAX_TOTAL_BYTES = 50 * 1024 * 1024
+MAX_TOTAL_BYTES = 50 * 1024 * 1024  # what a zip unpacks to, and the zip file itself
 
 # Files that are obviously not the lab module, whatever else the submission holds.
 NOT_THE_MODULE = {"__init__.py", "conftest.py", "setup.py", "sitecustomize.py", "usercustomize.py"}
@@ -195,19 +196,62 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
 
 
 def _folder_members(root: Path) -> dict[str, Reader]:
-    members: dict[str, Reader] = {}
-    # followlinks=False, and linked files are skipped too: a link could point at the solutions.
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _skipped(d))
-        if dirs and len(Path(folder).relative_to(root).parts) >= MAX_FOLDER_DEPTH:
-            raise _Unreadable(f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own")
-        for file in sorted(files):
-            file_path = Path(folder, file)
-            if _skipped(file) or file_path.is_symlink() or not file_path.is_file():
-                continue
-            name = file_path.relative_to(root).as_posix()
-            members[name] = partial(_read_file, file_path, name)
-    return members
+    return {
+        name: partial(_read_file, root / name, name, inside=True)
+        for kind, name in _walk(root)
+        if kind == FILE and not any(_skipped(part) for part in name.split("/"))
+    }
+
+
+FOLDER, FILE, OTHER = "folder", "file", "other"  # what `_walk` finds: OTHER is a link, pipe, device, socket
+
+
+def _walk(root: Path) -> Iterator[tuple[str, str]]:
+    """Every entry of the folder `root` as (kind, its path inside it, posix), depth first and by name,
+    without looking inside hidden and system folders or following links: files (regular ones), folders
+    and others (links, pipes, devices, sockets: never opened). Past MAX_MEMBERS entries or
+    MAX_FOLDER_DEPTH, _Unreadable, raised after the entry that goes past is yielded (so that a copy
+    made of what is yielded is refused as the original is). Its work is bounded by the same limits: a
+    folder of a million files is read no further than its first MAX_MEMBERS + 1 names."""
+    seen = 0
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        below: list[str] = []
+        for name, kind in _listing(root / folder, MAX_MEMBERS + 1 - seen):
+            path = f"{folder}/{name}" if folder else name
+            seen += 1
+            yield kind, path
+            if seen > MAX_MEMBERS:
+                raise _Unreadable(
+                    f"the submission holds more than {MAX_MEMBERS} files and folders", "on its own"
+                )
+            if kind == FOLDER and path.count("/") + 1 > MAX_FOLDER_DEPTH:
+                raise _Unreadable(
+                    f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own"
+                )
+            if kind == FOLDER and not _skipped(name):
+                below.append(path)
+        stack.extend(reversed(below))
+
+
+def _listing(folder: Path, limit: int) -> list[tuple[str, str]]:
+    """At most `limit` entries of `folder` (name, kind), by name; none where it cannot be listed."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    found.append((entry.name, FOLDER))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, FILE))
+                else:
+                    found.append((entry.name, OTHER))
+                if len(found) >= limit:
+                    break
+    except OSError:
+        return []
+    return sorted(found)
 
 
 def _is_zip(path: Path) -> bool:
@@ -220,12 +264,30 @@ def _is_zip(path: Path) -> bool:
 
 @contextlib.contextmanager
 def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The zip at `path`, its size and its directory's claimed member count checked before zipfile
+    reads the directory (which it holds in memory whole: a million members, 560 MB and 9 s)."""
+    _check_zip_size(path)
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise _Unreadable(f"{shown(path.name)} is not a readable zip file", "on its own") from error
     with archive:
         yield archive
+
+
+def _check_zip_size(path: Path) -> None:
+    label = shown(path.name)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as stream:
+            end = zipfile._EndRecData(stream)  # type: ignore[attr-defined]  # the end record, as zipfile reads it
+    except OSError as error:
+        raise _Unreadable(f"could not read {label} ({error.strerror})", "again") from error
+    if size > MAX_TOTAL_BYTES:
+        raise _Unreadable(f"{label} is larger than 50 MB", "on its own")
+    # A directory entry takes 46 bytes and its name: MAX_MEMBERS members of long names fit in 1 MB each.
+    if end and (end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS or end[zipfile._ECD_SIZE] > MAX_MEMBERS * 1024):  # type: ignore[attr-defined]
+        raise _Unreadable(f"{label} holds more than {MAX_MEMBERS} files", "on its own")
 
 
 def _zip_members(archive: zipfile.ZipFile, label: str) -> dict[str, Reader]:
@@ -270,12 +332,31 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) ->
         raise _Unreadable(f"{what} is damaged and cannot be read", "again") from error
 
 
-def _read_file(path: Path, name: str) -> bytes:
+def _read_file(path: Path, name: str, inside: bool = False) -> bytes:
     try:
-        with path.open("rb") as stream:
+        stream = _open_regular(path, inside)
+        if stream is None:
+            raise _Unreadable(f"{_q(name)} is not a regular file", "as a regular file")
+        with stream:
             return _read_capped(stream, _q(name))
     except OSError as error:
         raise _Unreadable(f"could not read {_q(name)} ({error.strerror})", "again") from error
+
+
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # POSIX: Windows has neither
+_NO_LINK = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_regular(path: Path, inside: bool = False) -> IO[bytes] | None:
+    """`path` opened for reading where it is a regular file, else None: a pipe or a device is never read
+    (a pipe would wait for ever, a device never end), nor, `inside` a submission, a link (it could point
+    at the solutions), even one put in a file's place since it was listed. OSError as open() raises."""
+    descriptor = os.open(path, os.O_RDONLY | _NO_WAIT | (_NO_LINK if inside else 0))
+    stream = open(descriptor, "rb")
+    if stat.S_ISREG(os.fstat(descriptor).st_mode):
+        return stream
+    stream.close()
+    return None
 
 
 def _read_capped(stream: IO[bytes], what: str) -> bytes:
@@ -288,6 +369,65 @@ def _read_capped(stream: IO[bytes], what: str) -> bytes:
             raise _Unreadable(f"{what} is larger than 5 MB", "on its own")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+# --- what intake reads of a submission, alone -------------------------------------------------------------
+
+
+def as_read(path: Path, module_name: str = MODULE) -> Iterator[tuple[str, str, bytes]]:
+    """What intake reads of the submission at `path`, and nothing more, as (kind, path inside it, bytes):
+    a file given alone (a .py, a zip) as FILE "" with its bytes up to one past intake's limit for it; a
+    folder as its entries in `_walk`'s order, folders and others (links, pipes, devices) by name alone,
+    files by name with no bytes but for the one file intake grades. Bounded as intake is: at most
+    MAX_MEMBERS + 1 names and 50 MB. `copy_as_read` makes a copy of it, `grader.roster` hashes it."""
+    if path.is_dir():
+        files = []
+        try:
+            for kind, name in _walk(path):
+                yield kind, name, b""
+                if kind == FILE and not any(_skipped(part) for part in name.split("/")):
+                    files.append(name)
+            chosen = _choose(files, module_name, "the submission")
+        except (IntakeError, _Unreadable):
+            return  # the names alone say why intake refuses it
+        yield FILE, chosen, _head(path / chosen, MAX_MEMBER_BYTES + 1, inside=True)
+    elif path.is_file():
+        limit = MAX_TOTAL_BYTES if _is_zip(path) or path.suffix.lower() == ".zip" else MAX_MEMBER_BYTES
+        yield FILE, "", _head(path, limit + 1)
+    else:
+        yield OTHER, "", b""
+
+
+def copy_as_read(path: Path, copy: Path, module_name: str = MODULE) -> None:
+    """Make at `copy` (which must not exist) a copy of the submission at `path` that intake reads as it
+    reads the original, made only of what intake reads of it (`as_read`): the same module, notes and
+    refusals, at a cost in time and disk bounded by intake's limits whatever `path` holds (sparse files
+    of terabytes, devices, pipes, a million files). Names stand for what is not read: files as empty
+    files, links, pipes and devices as links to nowhere."""
+    if path.is_dir():
+        copy.mkdir()
+    for kind, name, data in as_read(path, module_name):
+        target = copy / name if name else copy  # a folder's entries come after the folder that holds them
+        if kind == FOLDER:
+            target.mkdir()
+        elif kind == FILE:
+            target.write_bytes(data)
+        elif name:
+            target.symlink_to("/nonexistent/optlab-not-copied")
+        else:
+            os.mkfifo(target)  # a submission given as a pipe or a device: intake says it is neither
+
+
+def _head(path: Path, limit: int, inside: bool = False) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (b"" where it is none or cannot be read)."""
+    try:
+        stream = _open_regular(path, inside)
+        if stream is None:
+            return b""
+        with stream:
+            return stream.read(limit)
+    except OSError:
+        return b""
 
 
 # --- choosing the module ---------------------------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""Attacks on what the grader itself does with a submission's files and names, before any sandbox (issue
+23, round 3's leftovers): the private copy, intake's reading, the batch's content hash and roster, a zip's
+directory. Each reads only what intake reads, at a cost bounded by intake's limits, whatever is there:
+devices, pipes, sockets, sparse files, a million names. Figures are in each test's docstring."""
+
+from __future__ import annotations
+
+import os
+import socket
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import isolation
+from grader.intake import MAX_MEMBERS, IntakeError, read_submission
+from grader.roster import content_hash, scan_source
+
+LAB = "def double(x):\n    return 2 * x\n"
+
+
+def outcome(path: Path) -> tuple:
+    """What intake makes of `path`: the module and notes, or the refusal."""
+    try:
+        found = read_submission(path)
+    except IntakeError as error:
+        return ("refused", str(error))
+    return ("graded", found.found_as, found.source, found.notes, found.syntax_error)
+
+
+def disk_bytes(folder: Path) -> int:
+    """What the files under `folder` take on disk (holes in sparse files aside)."""
+    return sum(os.lstat(Path(d, f)).st_blocks * 512 for d, _, files in os.walk(folder) for f in files)
+
+
+def hostile_folder(folder: Path) -> Path:
+    """The module beside a pipe, a socket, a 2 GB sparse file and a link to a secret."""
+    (folder / "notes").mkdir(parents=True)
+    (folder / "optimization_toolkit.py").write_text(LAB)
+    os.mkfifo(folder / "notes" / "pipe")
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(folder / "notes" / "socket"))
+    with open(folder / "notes" / "data.bin", "wb") as sparse:
+        sparse.truncate(2 << 30)
+    (folder / "secret.py").symlink_to("/etc/passwd")
+    return folder
+
+
+def test_a_private_copy_holds_only_what_intake_reads_whatever_the_folder_holds(tmp_path):
+    """Attack: a folder submission with a pipe, a socket and a 2 GB sparse file beside the module.
+    Before: `private_copy` (as root, `grader grade` and every `grader batch` child) raised shutil.Error
+    on the pipe and the socket (a traceback, no results.json), copied a 4 GB sparse file as 4,097 MB of
+    disk in 68 s, and a device node (/dev/zero's) until the disk was full (92 s). After: 0.1 s, under
+    1 MB, and intake reads the copy as it reads the original."""
+    folder = hostile_folder(tmp_path / "alice")
+    copy = isolation.private_copy(folder)
+    try:
+        assert disk_bytes(copy.parent) < 1 << 20
+        assert outcome(copy) == outcome(folder) == ("graded", "optimization_toolkit.py", LAB, (), None)
+        assert not (copy / "secret.py").exists() and (copy / "notes" / "data.bin").stat().st_size == 0
+    finally:
+        isolation.remove_tree(copy.parent)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_device_node_in_a_folder_is_never_opened(tmp_path):
+    """Attack: /dev/zero's device node (char 1, 5) in a folder submission. Before: the private copy read
+    it until the grader's disk was full (92 s, every neighbour's results unwritable), the content hash
+    for ever. After: a name, never opened."""
+    folder = tmp_path / "bob"
+    folder.mkdir()
+    (folder / "optimization_toolkit.py").write_text(LAB)
+    os.mknod(folder / "zero", 0o600 | 0o020000, os.makedev(1, 5))
+    copy = isolation.private_copy(folder)
+    try:
+        assert disk_bytes(copy.parent) < 1 << 20 and outcome(copy) == outcome(folder)
+    finally:
+        isolation.remove_tree(copy.parent)
+    assert len(content_hash(folder)) == 64
+
+
+def test_a_folder_of_more_entries_than_the_limit_is_refused_reading_no_more_than_the_limit(tmp_path):
+    """Attack: the module beside 5,000 empty files (200,000 in the measure). Before: no limit for a folder
+    (a zip had one): 200,000 files cost 43 s and 184 MB to copy, 9.6 s to read and 10.9 s to hash.
+    After: refused as a zip of as many members is, its copy holding at most the limit + 1 names."""
+    folder = tmp_path / "carol"
+    (folder / "junk").mkdir(parents=True)
+    (folder / "optimization_toolkit.py").write_text(LAB)
+    for i in range(5000):
+        (folder / "junk" / f"{i}.txt").touch()
+    refused = outcome(folder)
+    assert refused[0] == "refused" and f"more than {MAX_MEMBERS} files" in refused[1]
+    copy = isolation.private_copy(folder)
+    try:
+        assert sum(len(d) + len(f) for _, d, f in os.walk(copy)) == MAX_MEMBERS + 1
+        assert outcome(copy) == refused
+    finally:
+        isolation.remove_tree(copy.parent)
+
+
+def test_the_content_hash_reads_no_pipe_and_follows_what_intake_grades(tmp_path):
+    """Attack: a pipe in a batch submission's folder. Before: the batch's content hash opened it and
+    waited for ever (the whole batch hung before grading anyone). After: the hash covers the names and
+    the module's bytes: it changes with the module, not with a file intake never reads."""
+    folder = hostile_folder(tmp_path / "dana")
+    before = content_hash(folder)
+    (folder / "notes" / "readme.txt").write_text("x")
+    after = content_hash(folder)
+    assert after != before  # a new name
+    (folder / "notes" / "readme.txt").write_text("y")
+    assert content_hash(folder) == after  # bytes intake never reads
+    (folder / "optimization_toolkit.py").write_text(LAB + "\n# v2\n")
+    assert content_hash(folder) != after
+
+
+def test_a_pipe_or_socket_in_a_batch_folder_is_skipped_as_no_submission(tmp_path):
+    """Attack: a pipe named like a submission at the top of a batch folder. Before: a row of its own,
+    whose hash waited for ever. After: skipped, saying why."""
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "ada.py").write_text(LAB)
+    os.mkfifo(source / "eve.py")
+    roster = scan_source(source, tmp_path / "scratch")
+    assert [e.file for e in roster.entries] == ["ada.py"]
+    assert [name for name, _ in roster.skipped] == ["eve.py"]
+
+
+def test_a_zip_larger_than_the_limit_is_refused_before_its_directory_is_read(tmp_path, monkeypatch):
+    """Attack: a zip of a million empty members (88 MB). Before: zipfile read its whole directory first:
+    8.6 s and 562 MB of the grader's memory, before the member limit refused it. After: its size and
+    its end record's member count are checked first (a zip past 50 MB, or claiming more members than
+    the limit, is refused without a directory read)."""
+    many = tmp_path / "many.zip"
+    with zipfile.ZipFile(many, "w") as archive:
+        for i in range(MAX_MEMBERS + 1):
+            archive.writestr(str(i), b"")
+        archive.writestr("optimization_toolkit.py", LAB)
+    padded = tmp_path / "padded.zip"  # 60 MB of (sparse) nothing before a small valid zip
+    with open(padded, "wb") as out:
+        out.truncate(60 << 20)
+        out.seek(60 << 20)
+        with zipfile.ZipFile(out, "a") as archive:
+            archive.writestr("optimization_toolkit.py", LAB)
+
+    def directory_read(*args, **kwargs):
+        raise AssertionError("the zip's directory was read")
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", directory_read)
+    assert outcome(many) == ("refused", f"many.zip holds more than {MAX_MEMBERS} files: submit "
+                             "optimization_toolkit.py on its own")  # fmt: skip
+    assert outcome(padded) == (
+        "refused",
+        "padded.zip is larger than 50 MB: submit optimization_toolkit.py on its own",
+    )
