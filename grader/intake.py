@@ -31,15 +31,20 @@ MAX_MEMBERS = 2000  # a zip's members, a folder's entries (files, folders, links
 MAX_FOLDER_DEPTH = 64  # folders inside folders
 MAX_MEMBER_BYTES = 5 * 1024 * 1024
 MAX_TOTAL_BYTES = 50 * 1024 * 1024  # what a zip unpacks to, and the zip file itself
+# The module itself: the reference is 70 KB. Compiling it is the grader's own work, in its own process:
+# 5 MB of calls or decorators took 1.8 GB and 8 s to compile (twice a grading), 1 MB 350 MB and 2 s.
+MAX_MODULE_BYTES = 1024 * 1024
 
 # Files that are obviously not the lab module, whatever else the submission holds.
 NOT_THE_MODULE = {"__init__.py", "conftest.py", "setup.py", "sitecustomize.py", "usercustomize.py"}
 SKIPPED_FOLDERS = {"__MACOSX", "__pycache__"}
 
-# Characters salvage compiles, at most, before it stops joining blocks: a bound, the same on every
-# machine, so that a hostile file (thousands of unclosed brackets) costs seconds, not hours. Real files
-# need a few million at most. Past it, each block is still judged alone.
+# Characters salvage compiles, at most, each compile counting COMPILE_COST more: a bound, the same on
+# every machine, so that a hostile file (thousands of unclosed brackets, millions of one-line broken
+# blocks) costs seconds, not hours. Real files need a few million at most. Past it, what is left of the
+# file is judged as one block.
 SALVAGE_BUDGET = 20_000_000
+COMPILE_COST = 1_000  # a compile's own cost, in characters: 2.6 million broken lines took over 100 s
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # UTF-32 first: the UTF-32 LE BOM begins with the UTF-16 LE one.
@@ -164,6 +169,10 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
         with _members(path) as (members, where):
             found_as = _choose(list(members), module_name, where)
             data = members[found_as]()
+        if len(data) > MAX_MODULE_BYTES:
+            raise _Unreadable(
+                f"{_q(found_as)} is larger than 1 MB, more than a lab module needs", "with your code alone"
+            )
         text, decoding_notes = _decode(data, found_as)
     except _Unreadable as error:
         raise IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}") from error
@@ -669,6 +678,11 @@ class _Salvager:
         dropped: list[_Dropped] = []
         i = 0
         while i < len(self.blocks):
+            if self.budget <= 0:  # the rest as one block: one compile more, whatever it holds
+                problem = self._problem(i, len(self.blocks) - 1)
+                unit = _Block(self.blocks[i].start, self.blocks[-1].end)
+                kept.append(unit) if problem is None else dropped.append((unit, problem))
+                break
             own = self._problem(i, i)
             stop, problem = (i + 1, None) if own is None else self._join(i, own)
             unit = _Block(self.blocks[i].start, self.blocks[stop - 1].end)
@@ -726,7 +740,7 @@ class _Salvager:
         return _assemble(self.lines, kept)
 
     def _compile(self, text: str, first_line: int, incomplete: bool = False) -> _Problem | None:
-        self.budget -= len(text)
+        self.budget -= len(text) + COMPILE_COST
         # in codeop since Python 3.9, but not in its type stubs
         flags = codeop.PyCF_ALLOW_INCOMPLETE_INPUT if incomplete else 0  # type: ignore[attr-defined]
         return _compile_problem(text, self.filename, first_line, flags)

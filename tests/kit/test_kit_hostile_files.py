@@ -152,3 +152,39 @@ def test_a_zip_larger_than_the_limit_is_refused_before_its_directory_is_read(tmp
         "refused",
         "padded.zip is larger than 50 MB: submit optimization_toolkit.py on its own",
     )
+
+
+def test_a_module_of_a_million_broken_lines_costs_a_bounded_number_of_compiles(tmp_path, monkeypatch):
+    """Attack: a module of one-line blocks that do not compile ("$", 2.6 million in the measure).
+    Before: salvage compiled each block alone, twice (alone, then as incomplete input), unbudgeted:
+    over 100 s of the grader's CPU for 5 MB, once in `grader grade` and again in its pytest. After:
+    every compile counts COMPILE_COST against SALVAGE_BUDGET, and past it the rest of the file is
+    judged as one block: 4 s for the same file."""
+    from grader import intake
+
+    calls = []
+    real_compile = compile
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[0]))
+        return real_compile(*args, **kwargs)
+
+    monkeypatch.setattr(intake, "compile", counted, raising=False)
+    module = tmp_path / "optimization_toolkit.py"
+    module.write_text(LAB + "$\n" * 60_000 + LAB.replace("double", "triple"))
+    found = read_submission(module)
+    assert len(calls) <= intake.SALVAGE_BUDGET // intake.COMPILE_COST + 10
+    assert "def double" in found.source and found.syntax_error == "line 3: invalid syntax (`$`)"
+
+
+def test_a_module_larger_than_a_lab_module_needs_is_refused(tmp_path):
+    """Attack: 5 MB of valid code in one module (a call chain, a stack of decorators). Before: graded,
+    its compile in the grader's own process took up to 1.8 GB and 8 s, twice a grading. After: a module
+    past 1 MB (the reference is 70 KB) is refused in one line; compiling 1 MB costs 350 MB and 2 s."""
+    module = tmp_path / "optimization_toolkit.py"
+    module.write_text("@x\n" * 400_000 + "def f(): pass\n")
+    assert outcome(module) == (
+        "refused",
+        "'optimization_toolkit.py' is larger than 1 MB, more than a lab module needs: "
+        "submit optimization_toolkit.py with your code alone",
+    )
