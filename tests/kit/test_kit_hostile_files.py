@@ -188,3 +188,22 @@ def test_a_module_larger_than_a_lab_module_needs_is_refused(tmp_path):
         "'optimization_toolkit.py' is larger than 1 MB, more than a lab module needs: "
         "submit optimization_toolkit.py with your code alone",
     )
+
+
+def test_no_two_names_of_a_batch_share_a_results_folder():
+    """Attack: beside "a b.py", a file named as its results folder was ("a_b.py-5d4acf84": its name
+    made plain, tagged with 8 hex digits of its hash). Before: both wrote one folder (each one's
+    results.json and batch.json over the other's; a 255-byte name with a space gave a folder name past
+    NAME_MAX: the row crashed on every run). After: a plain name that ends like a tag is tagged too,
+    with 16 digits, and a changed name is cut to 100 characters."""
+    import hashlib
+
+    from grader.batch import submission_folder
+    from grader.roster import Entry
+
+    tag = hashlib.sha256(b"a b.py").hexdigest()
+    names = ["a b.py", f"a_b.py-{tag[:8]}", f"a_b.py-{tag[:16]}", "café.py", "cafe\u0301.py", "x " * 127]
+    folders = [submission_folder(Path("/results"), Entry(name, Path(name))) for name in names]
+    assert len(set(folders)) == len(names)
+    assert all(len(folder.name.encode()) <= 255 for folder in folders)
+    assert submission_folder(Path("/results"), Entry("submission_123", Path("s"))).name == "submission_123"
