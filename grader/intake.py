@@ -206,7 +206,7 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
 
 def _folder_members(root: Path) -> dict[str, Reader]:
     return {
-        name: partial(_read_file, root / name, name, inside=True)
+        name: partial(_read_file, root / name, name, within=root)
         for kind, name in _walk(root)
         if kind == FILE and not any(_skipped(part) for part in name.split("/"))
     }
@@ -341,9 +341,9 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) ->
         raise _Unreadable(f"{what} is damaged and cannot be read", "again") from error
 
 
-def _read_file(path: Path, name: str, inside: bool = False) -> bytes:
+def _read_file(path: Path, name: str, within: Path | None = None) -> bytes:
     try:
-        stream = _open_regular(path, inside)
+        stream = _open_regular(path, within)
         if stream is None:
             raise _Unreadable(f"{_q(name)} is not a regular file", "as a regular file")
         with stream:
@@ -356,16 +356,36 @@ _NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # POSIX: 
 _NO_LINK = getattr(os, "O_NOFOLLOW", 0)
 
 
-def _open_regular(path: Path, inside: bool = False) -> IO[bytes] | None:
+def _open_regular(path: Path, within: Path | None = None) -> IO[bytes] | None:
     """`path` opened for reading where it is a regular file, else None: a pipe or a device is never read
-    (a pipe would wait for ever, a device never end), nor, `inside` a submission, a link (it could point
-    at the solutions), even one put in a file's place since it was listed. OSError as open() raises."""
-    descriptor = os.open(path, os.O_RDONLY | _NO_WAIT | (_NO_LINK if inside else 0))
+    (a pipe would wait for ever, a device never end), nor, for a file `within` a submission's folder, a
+    link (it could point at the solutions) at any step of its path below that folder, even one put in
+    a file's or a folder's place since it was listed (each step is opened from the one above it, without
+    following links, where the OS can). OSError as open() raises (ELOOP for a link)."""
+    if within is None or os.open not in os.supports_dir_fd:
+        descriptor = os.open(path, os.O_RDONLY | _NO_WAIT | (_NO_LINK if within else 0))
+    else:
+        descriptor = _open_below(within, path.relative_to(within).parts)
     stream = open(descriptor, "rb")
     if stat.S_ISREG(os.fstat(descriptor).st_mode):
         return stream
     stream.close()
     return None
+
+
+def _open_below(root: Path, parts: tuple[str, ...]) -> int:
+    """The file root/parts... opened one step at a time, no step a link."""
+    folder = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_WAIT)
+    try:
+        for part in parts[:-1]:
+            step = os.open(
+                part, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_LINK | _NO_WAIT, dir_fd=folder
+            )
+            os.close(folder)
+            folder = step
+        return os.open(parts[-1], os.O_RDONLY | _NO_LINK | _NO_WAIT, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def _read_capped(stream: IO[bytes], what: str) -> bytes:
@@ -399,7 +419,7 @@ def as_read(path: Path, module_name: str = MODULE) -> Iterator[tuple[str, str, b
             chosen = _choose(files, module_name, "the submission")
         except (IntakeError, _Unreadable):
             return  # the names alone say why intake refuses it
-        yield FILE, chosen, _head(path / chosen, MAX_MEMBER_BYTES + 1, inside=True)
+        yield FILE, chosen, _head(path / chosen, MAX_MEMBER_BYTES + 1, within=path)
     elif path.is_file():
         limit = MAX_TOTAL_BYTES if _is_zip(path) or path.suffix.lower() == ".zip" else MAX_MEMBER_BYTES
         yield FILE, "", _head(path, limit + 1)
@@ -427,10 +447,10 @@ def copy_as_read(path: Path, copy: Path, module_name: str = MODULE) -> None:
             os.mkfifo(target)  # a submission given as a pipe or a device: intake says it is neither
 
 
-def _head(path: Path, limit: int, inside: bool = False) -> bytes:
+def _head(path: Path, limit: int, within: Path | None = None) -> bytes:
     """At most `limit` bytes of the regular file at `path` (b"" where it is none or cannot be read)."""
     try:
-        stream = _open_regular(path, inside)
+        stream = _open_regular(path, within)
         if stream is None:
             return b""
         with stream:

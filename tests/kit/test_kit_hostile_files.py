@@ -207,3 +207,37 @@ def test_no_two_names_of_a_batch_share_a_results_folder():
     assert len(set(folders)) == len(names)
     assert all(len(folder.name.encode()) <= 255 for folder in folders)
     assert submission_folder(Path("/results"), Entry("submission_123", Path("s"))).name == "submission_123"
+
+
+def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_path, monkeypatch):
+    """Attack (a drop folder the student can still write while it is graded): once intake has listed
+    `hw/`, it is replaced by a link to a folder of the solutions. Before: the module was opened by its
+    path, as root: the solution's file was graded as the student's (and the private copy held it).
+    After: each step below the submission's folder is opened from the one above, no step a link."""
+    from grader import intake
+
+    secret = tmp_path / "solutions"
+    secret.mkdir()
+    (secret / "optimization_toolkit.py").write_text("SOLUTION = 1\n")
+    folder = tmp_path / "eve"
+    (folder / "hw").mkdir(parents=True)
+    (folder / "hw" / "optimization_toolkit.py").write_text(LAB)
+    listing = intake._listing
+
+    def swapped(where: Path, limit: int):
+        found = listing(where, limit)
+        if where == folder / "hw":
+            (folder / "hw").rename(folder / "was")
+            (folder / "hw").symlink_to(secret)
+        return found
+
+    monkeypatch.setattr(intake, "_listing", swapped)
+    refused = outcome(folder)
+    assert refused[0] == "refused" and "could not read 'hw/optimization_toolkit.py'" in refused[1]
+    (folder / "hw").unlink()
+    (folder / "was").rename(folder / "hw")
+    copy = isolation.private_copy(folder)
+    try:
+        assert "SOLUTION" not in (copy / "hw" / "optimization_toolkit.py").read_text()
+    finally:
+        isolation.remove_tree(copy.parent)
