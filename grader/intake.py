@@ -164,7 +164,9 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     path = Path(path)
     wanted = f"{module_name}.py"
     if not path.exists():
-        raise IntakeError(f"{shown(str(path))} does not exist: submit {wanted}")
+        raise IntakeError(
+            f"{_q(path.name)} does not exist: submit {wanted}"
+        )  # never where it lies: a copy's folder
     try:
         with _members(path) as (members, where):
             found_as = _choose(list(members), module_name, where)
@@ -195,7 +197,7 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
     if path.is_dir():
         yield _folder_members(path), "the submission"
     elif not path.is_file():
-        raise _Unreadable(f"{shown(str(path))} is neither a file nor a folder")
+        raise _Unreadable(f"{_q(path.name)} is neither a file nor a folder (a pipe, a device or a socket)")
     elif _is_zip(path) or path.suffix.lower() == ".zip":  # a damaged zip is named as one
         with _open_zip(path) as archive:
             yield _zip_members(archive, shown(path.name)), shown(path.name)

@@ -241,3 +241,25 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
         assert "SOLUTION" not in (copy / "hw" / "optimization_toolkit.py").read_text()
     finally:
         isolation.remove_tree(copy.parent)
+
+
+def test_a_pipe_given_to_grader_grade_gets_a_results_json_that_names_it(tmp_path, capsys):
+    """Attack: `grader grade` of a named pipe (a drop folder's entry). Before, as root: the private copy
+    raised shutil's SpecialFileError: "the grading failed", exit 3 and no results.json. After (first
+    fix): a results.json naming the copy's random folder (/tmp/optlab-submission-.../pipe.py: not the
+    same twice). Now: the same one-line refusal, naming the pipe by its name, every time."""
+    import json
+
+    from grader.cli import main
+    from tests.kit.conftest import KIT
+
+    os.mkfifo(tmp_path / "pipe.py")
+    outputs = []
+    for attempt in range(2):
+        out = tmp_path / f"results{attempt}.json"
+        code = main(
+            ["--root", str(KIT), "grade", str(tmp_path / "pipe.py"), "-o", str(out), "--exercise", "8"]
+        )
+        assert code == 0, capsys.readouterr()
+        outputs.append(json.loads(out.read_text())["output"])
+    assert outputs[0] == outputs[1] and "'pipe.py' is neither a file nor a folder" in outputs[0]
