@@ -263,3 +263,15 @@ def test_a_pipe_given_to_grader_grade_gets_a_results_json_that_names_it(tmp_path
         assert code == 0, capsys.readouterr()
         outputs.append(json.loads(out.read_text())["output"])
     assert outputs[0] == outputs[1] and "'pipe.py' is neither a file nor a folder" in outputs[0]
+
+
+@pytest.mark.parametrize("cookie", ["punycode", "idna"])
+def test_a_coding_cookie_for_domain_names_is_read_as_utf8(tmp_path, cookie):
+    """Attack: `# coding: punycode` on a module. Before: punycode's UnicodeError (not a
+    UnicodeDecodeError) escaped intake: a traceback and no results.json; and its decoder is quadratic
+    (1 MB: over 120 s of the grader's CPU). After: read as UTF-8, with a note, in 0.1 s."""
+    module = tmp_path / "optimization_toolkit.py"
+    module.write_bytes(f"# coding: {cookie}\n".encode() + LAB.encode() + b"# \xc3\xa9-abc-\n")
+    found = read_submission(module)
+    assert "def double" in found.source and found.source.startswith("# coding: utf-8\n")
+    assert any(f"declares an encoding ('{cookie}')" in note for note in found.notes)
