@@ -10,6 +10,7 @@ import codecs
 import codeop
 import contextlib
 import io
+import json
 import os
 import re
 import stat
@@ -166,10 +167,8 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     compiled, or salvaged when it does not compile. Raises IntakeError when nothing can be graded."""
     path = Path(path)
     wanted = f"{module_name}.py"
-    if not path.exists():
-        raise IntakeError(
-            f"{_q(path.name)} does not exist: submit {wanted}"
-        )  # never where it lies: a copy's folder
+    if not path.exists():  # named by its name, never where it lies (a private copy's random folder)
+        raise IntakeError(f"{_q(path.name)} does not exist: submit {wanted}")
     try:
         with _members(path) as (members, where):
             found_as = _choose(list(members), module_name, where)
@@ -183,11 +182,73 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
         raise IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}") from error
     notes = [] if _base(found_as) == wanted else [f"Graded {_q(found_as)} as {wanted}."]
     notes += decoding_notes
+    try:
+        compiled = _compiled_apart(text, found_as) if os.name == "posix" else compiled_here(text, found_as)
+    except _TooComplex as error:
+        raise IntakeError(f"{_q(found_as)} {error}: submit {wanted} with plainer code") from None
+    source, broken, salvage_notes, syntax_error = compiled
+    return Submission(source, found_as, tuple(notes + salvage_notes), broken, syntax_error)
+
+
+Compiled = tuple[str, dict[str, str], list[str], "str | None"]  # source, broken, notes, syntax_error
+
+
+def compiled_here(text: str, found_as: str) -> Compiled:
+    """The module's text compiled, in this process: itself when it compiles, else salvaged."""
     original = _compile_problem(text, found_as)
     if original is None:
-        return Submission(text, found_as, tuple(notes), {}, None)
+        return text, {}, [], None
     source, broken, salvage_notes = _salvage(text, found_as)
-    return Submission(source, found_as, tuple(notes + salvage_notes), broken, _with_code(original, text))
+    return source, broken, salvage_notes, _with_code(original, text)
+
+
+# Compiling a submission is the grader's own work on text a student chose, so it runs in a process of its
+# own with its own bounds: CPython's compiler has crashed the grader (3.11: a segmentation fault on a
+# comprehension of 60,000 `for` clauses, 948 KB) and spent hundreds of MB and seconds on what 1 MB holds.
+COMPILE_MEMORY = 2 << 30  # the compiling process's address space
+COMPILE_SECONDS = 60  # its CPU time; a real module takes well under a second, a hostile one a few
+_COMPILER = (
+    "import json, resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
+    "resource.setrlimit(resource.RLIMIT_CPU, ({seconds}, {seconds}))\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from grader.intake import compiled_here\n"
+    "asked = json.load(sys.stdin)\n"
+    "json.dump(compiled_here(asked['text'], asked['found_as']), sys.stdout)\n"
+)
+
+
+class _TooComplex(Exception):
+    """The compiling process died or overran: what the student is told, after the file's name."""
+
+
+def _compiled_apart(text: str, found_as: str) -> Compiled:
+    """`compiled_here` in a child process bounded by COMPILE_MEMORY and COMPILE_SECONDS (of CPU; twice
+    that of wall-clock time). A child that crashes, runs out of memory or time is _TooComplex; one
+    that cannot be started, or fails otherwise, is the grader's problem (KitError)."""
+    import subprocess
+    import sys
+
+    kit = str(Path(__file__).resolve().parents[1])
+    code = _COMPILER.format(memory=COMPILE_MEMORY, seconds=COMPILE_SECONDS)
+    asked = json.dumps({"text": text, "found_as": found_as})
+    command = [sys.executable, "-I", "-S", "-c", code, kit]
+    try:
+        run = subprocess.run(
+            command, input=asked, capture_output=True, text=True, timeout=2 * COMPILE_SECONDS, cwd="/"
+        )
+    except subprocess.TimeoutExpired:
+        raise _TooComplex(f"took Python's compiler more than {2 * COMPILE_SECONDS} s") from None
+    except OSError as error:
+        raise KitError(f"the grader could not start a process to compile the submission: {error}") from None
+    if run.returncode == 0:
+        source, broken, notes, syntax_error = json.loads(run.stdout)
+        return source, broken, notes, syntax_error
+    if run.returncode < 0 or "MemoryError" in run.stderr:  # a crash, the CPU or memory limit
+        raise _TooComplex(
+            "is too large or too deeply nested for Python's compiler (it crashed or ran out of memory)"
+        )
+    raise KitError(f"compiling the submission failed in the grader: {run.stderr.strip()[-500:]}")
 
 
 # --- the files of a submission ---------------------------------------------------------------------------

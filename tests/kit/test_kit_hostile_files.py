@@ -170,11 +170,10 @@ def test_a_module_of_a_million_broken_lines_costs_a_bounded_number_of_compiles(t
         return real_compile(*args, **kwargs)
 
     monkeypatch.setattr(intake, "compile", counted, raising=False)
-    module = tmp_path / "optimization_toolkit.py"
-    module.write_text(LAB + "$\n" * 60_000 + LAB.replace("double", "triple"))
-    found = read_submission(module)
+    text = LAB + "$\n" * 60_000 + LAB.replace("double", "triple")
+    source, _, _, syntax_error = intake.compiled_here(text, "optimization_toolkit.py")  # this process's
     assert len(calls) <= intake.SALVAGE_BUDGET // intake.COMPILE_COST + 10
-    assert "def double" in found.source and found.syntax_error == "line 3: invalid syntax (`$`)"
+    assert "def double" in source and syntax_error == "line 3: invalid syntax (`$`)"
 
 
 def test_a_module_larger_than_a_lab_module_needs_is_refused(tmp_path):
@@ -275,3 +274,29 @@ def test_a_coding_cookie_for_domain_names_is_read_as_utf8(tmp_path, cookie):
     found = read_submission(module)
     assert "def double" in found.source and found.source.startswith("# coding: utf-8\n")
     assert any(f"declares an encoding ('{cookie}')" in note for note in found.notes)
+
+
+def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(tmp_path):
+    """Attack: one comprehension of 60,000 `for` clauses (948 KB). Before: CPython 3.11's compiler
+    overflowed its C stack in the grader's own process: a segmentation fault of `grader grade` (no
+    results.json), of its pytest, and of `grader batch` itself at its similarity report (no grades.csv
+    for anyone). After: compiled in a bounded process of its own (grader.intake.COMPILE_MEMORY and
+    COMPILE_SECONDS), and refused in one line when that process dies. Run in a child here, so that a
+    crash fails this test instead of ending the session."""
+    import subprocess
+    import sys
+
+    from tests.kit.conftest import KIT
+
+    module = tmp_path / "optimization_toolkit.py"
+    module.write_text("x = [y " + "".join(f"for a{i} in b " for i in range(60_000)) + "]\n" + LAB)
+    code = (
+        "import sys; from pathlib import Path; from grader.intake import IntakeError, read_submission\n"
+        "try:\n    read_submission(Path(sys.argv[1]))\nexcept IntakeError as error:\n    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(module)], capture_output=True, text=True, cwd=KIT)
+    assert run.returncode == 0, run.stderr[-500:]
+    assert run.stdout == (
+        "'optimization_toolkit.py' is too large or too deeply nested for Python's compiler (it crashed or "
+        "ran out of memory): submit optimization_toolkit.py with plainer code\n"
+    )
