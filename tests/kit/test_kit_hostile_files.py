@@ -292,11 +292,15 @@ def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(
     module.write_text("x = [y " + "".join(f"for a{i} in b " for i in range(60_000)) + "]\n" + LAB)
     code = (
         "import sys; from pathlib import Path; from grader.intake import IntakeError, read_submission\n"
-        "try:\n    read_submission(Path(sys.argv[1]))\nexcept IntakeError as error:\n    print(error)\n"
+        "try:\n    read_submission(Path(sys.argv[1]))\n    print('graded')\n"
+        "except IntakeError as error:\n    print(error)\n"
     )
     run = subprocess.run([sys.executable, "-c", code, str(module)], capture_output=True, text=True, cwd=KIT)
     assert run.returncode == 0, run.stderr[-500:]
-    assert run.stdout == (
+    refused = (
         "'optimization_toolkit.py' is too large or too deeply nested for Python's compiler (it crashed or "
         "ran out of memory): submit optimization_toolkit.py with plainer code\n"
     )
+    # 3.11.7, 3.12.1 and 3.13.0 crash on it; a Python whose compiler stops at a recursion limit instead
+    # reports the line as too deeply nested, and grades the rest
+    assert run.stdout in (refused, "graded\n")
