@@ -304,3 +304,32 @@ def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(
     # 3.11.7, 3.12.1 and 3.13.0 crash on it; a Python whose compiler stops at a recursion limit instead
     # reports the line as too deeply nested, and grades the rest
     assert run.stdout in (refused, "graded\n")
+
+
+def test_a_compiling_process_that_cannot_start_fails_the_grading_with_a_results_json(tmp_path, monkeypatch):
+    """Where intake's compiling process cannot be started (the machine's process limit), the grading
+    fails as the machine's fault (results.json says so, exit GRADING_FAILED, graded again by a batch),
+    never a traceback without results.json, and the similarity report leaves that submission out."""
+    import json
+    import subprocess
+
+    from grader.grading import grade
+    from tests.kit.conftest import KIT
+
+    def no_process(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(subprocess, "run", no_process)
+    module = tmp_path / "optimization_toolkit.py"
+    module.write_text(LAB)
+    graded = grade(KIT, module, tmp_path / "results.json")
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert (
+        graded.failed and "could not start a process to compile" in document["extra_data"]["grading_failed"]
+    )
+    from grader.grading import kit_manifest
+    from grader.roster import Entry
+    from grader.similarity import compare
+
+    entries = [Entry("ada.py", module), Entry("ben.py", module)]
+    assert compare(entries, kit_manifest(KIT), "") == ([], ["ada.py", "ben.py"])
