@@ -210,11 +210,19 @@ def grading_key(entry: Entry, kit: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_TAGGED = re.compile(r"-[0-9a-f]{8}(?:[0-9a-f]{8})?$")  # how submission_folder tags a name it changed
+FOLDER_NAME_CHARS = 100  # of a submission's name, in its folder's: with the tag, well within NAME_MAX
+
+
 def submission_folder(results_dir: Path, entry: Entry) -> Path:
-    """Where `entry`'s results.json, grade.log and batch.json go."""
-    name = re.sub(r"[^\w.@+-]", "_", entry.file).lstrip(".") or "submission"
-    if name != entry.file:
-        name += "-" + hashlib.sha256(entry.file.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    """Where `entry`'s results.json, grade.log and batch.json go: its name, where that is a plain one
+    (ASCII letters, digits and ._@+-), else its name made plain and cut, tagged with 16 hex digits of
+    its hash; a plain name that ends as a tag does is tagged too, so that no two entries share a folder
+    (issue 23: "a b.py" and a file named "a_b.py-5d4acf84" wrote the same folder, and the tag's 8
+    digits could be found for any name by brute force)."""
+    name = re.sub(r"[^A-Za-z0-9_.@+-]", "_", entry.file).lstrip(".")[:FOLDER_NAME_CHARS] or "submission"
+    if name != entry.file or _TAGGED.search(name):
+        name += "-" + hashlib.sha256(entry.file.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return results_dir / name
 
 

@@ -41,9 +41,10 @@ from grader.batch import (
     submission_folder,
 )
 from grader.errors import KitError
+from grader.intake import FILE, as_read
 from grader.isolation import machine_layers
 from grader.layout import MANIFEST, find_root
-from grader.roster import Entry, submission_files
+from grader.roster import Entry
 
 if TYPE_CHECKING:
     from dask.typing import Key
@@ -132,8 +133,9 @@ def _released(key: Key) -> bool:
 
 
 def pack(entry: Entry) -> Parcel:
-    """The entry's files, read into a parcel."""
-    files = {relative: path.read_bytes() for relative, path in submission_files(entry.path)}
+    """What intake reads of the entry's files (grader.intake's `as_read`: the module's bytes, the other
+    files by name, empty), in a parcel: what its grading key covers, whatever else the entry holds."""
+    files = {name: data for kind, name, data in as_read(entry.path) if kind == FILE}
     return Parcel(entry.file, entry.path.name, files)
 
 

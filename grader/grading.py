@@ -70,6 +70,8 @@ def grade(
         document = unscored_document(str(error), execution_time=time.monotonic() - started, extra=why)
         write_results(document, out)
         return Graded(document, (), "")
+    except KitError as crash:  # intake's compiling process could not be started: the machine's fault
+        return _failed(crash, out, time.monotonic() - started)
     try:
         run = _run(root, submission, inventory, exercises, call_timeout, run_seconds)
     except (GradingCrashed, OSError) as crash:

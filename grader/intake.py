@@ -10,8 +10,10 @@ import codecs
 import codeop
 import contextlib
 import io
+import json
 import os
 import re
+import stat
 import tokenize
 import unicodedata
 import warnings
@@ -26,19 +28,24 @@ from typing import IO
 from grader.errors import KitError
 from grader.layout import MODULE
 
-MAX_MEMBERS = 2000
-MAX_FOLDER_DEPTH = 64  # folders inside folders: os.walk recurses (Python 3.11), a deeper tree would overflow
+MAX_MEMBERS = 2000  # a zip's members, a folder's entries (files, folders, links: each one it holds)
+MAX_FOLDER_DEPTH = 64  # folders inside folders
 MAX_MEMBER_BYTES = 5 * 1024 * 1024
-MAX_TOTAL_BYTES = 50 * 1024 * 1024
+MAX_TOTAL_BYTES = 50 * 1024 * 1024  # what a zip unpacks to, and the zip file itself
+# The module itself: the reference is 70 KB. Compiling it is the grader's own work, in its own process:
+# 5 MB of calls or decorators took 1.8 GB and 8 s to compile (twice a grading), 1 MB 350 MB and 2 s.
+MAX_MODULE_BYTES = 1024 * 1024
 
 # Files that are obviously not the lab module, whatever else the submission holds.
 NOT_THE_MODULE = {"__init__.py", "conftest.py", "setup.py", "sitecustomize.py", "usercustomize.py"}
 SKIPPED_FOLDERS = {"__MACOSX", "__pycache__"}
 
-# Characters salvage compiles, at most, before it stops joining blocks: a bound, the same on every
-# machine, so that a hostile file (thousands of unclosed brackets) costs seconds, not hours. Real files
-# need a few million at most. Past it, each block is still judged alone.
+# Characters salvage compiles, at most, each compile counting COMPILE_COST more: a bound, the same on
+# every machine, so that a hostile file (thousands of unclosed brackets, millions of one-line broken
+# blocks) costs seconds, not hours. Real files need a few million at most. Past it, what is left of the
+# file is judged as one block.
 SALVAGE_BUDGET = 20_000_000
+COMPILE_COST = 1_000  # a compile's own cost, in characters: 2.6 million broken lines took over 100 s
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # UTF-32 first: the UTF-32 LE BOM begins with the UTF-16 LE one.
@@ -53,6 +60,9 @@ _COOKIE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")  # PEP 263, on
 # Lines that continue the statement above them even though they start at column 0.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _DEFINITION = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)")
+# Text codecs for domain names, not files: punycode decodes in quadratic time (1 MB: over 120 s of the
+# grader's CPU) and raises UnicodeError, not UnicodeDecodeError, on what it cannot read (a traceback).
+_NOT_FOR_SOURCE = frozenset(("punycode", "idna"))
 _INCOMPLETE_INPUT = "incomplete input"  # the message compile() gives under PyCF_ALLOW_INCOMPLETE_INPUT
 
 Reader = Callable[[], bytes]
@@ -157,22 +167,88 @@ def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     compiled, or salvaged when it does not compile. Raises IntakeError when nothing can be graded."""
     path = Path(path)
     wanted = f"{module_name}.py"
-    if not path.exists():
-        raise IntakeError(f"{shown(str(path))} does not exist: submit {wanted}")
+    if not path.exists():  # named by its name, never where it lies (a private copy's random folder)
+        raise IntakeError(f"{_q(path.name)} does not exist: submit {wanted}")
     try:
         with _members(path) as (members, where):
             found_as = _choose(list(members), module_name, where)
             data = members[found_as]()
+        if len(data) > MAX_MODULE_BYTES:
+            raise _Unreadable(
+                f"{_q(found_as)} is larger than 1 MB, more than a lab module needs", "with your code alone"
+            )
         text, decoding_notes = _decode(data, found_as)
     except _Unreadable as error:
         raise IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}") from error
     notes = [] if _base(found_as) == wanted else [f"Graded {_q(found_as)} as {wanted}."]
     notes += decoding_notes
+    try:
+        compiled = _compiled_apart(text, found_as) if os.name == "posix" else compiled_here(text, found_as)
+    except _TooComplex as error:
+        raise IntakeError(f"{_q(found_as)} {error}: submit {wanted} with plainer code") from None
+    source, broken, salvage_notes, syntax_error = compiled
+    return Submission(source, found_as, tuple(notes + salvage_notes), broken, syntax_error)
+
+
+Compiled = tuple[str, dict[str, str], list[str], "str | None"]  # source, broken, notes, syntax_error
+
+
+def compiled_here(text: str, found_as: str) -> Compiled:
+    """The module's text compiled, in this process: itself when it compiles, else salvaged."""
     original = _compile_problem(text, found_as)
     if original is None:
-        return Submission(text, found_as, tuple(notes), {}, None)
+        return text, {}, [], None
     source, broken, salvage_notes = _salvage(text, found_as)
-    return Submission(source, found_as, tuple(notes + salvage_notes), broken, _with_code(original, text))
+    return source, broken, salvage_notes, _with_code(original, text)
+
+
+# Compiling a submission is the grader's own work on text a student chose, so it runs in a process of its
+# own with its own bounds: CPython's compiler has crashed the grader (3.11: a segmentation fault on a
+# comprehension of 60,000 `for` clauses, 948 KB) and spent hundreds of MB and seconds on what 1 MB holds.
+COMPILE_MEMORY = 2 << 30  # the compiling process's address space
+COMPILE_SECONDS = 60  # its CPU time; a real module takes well under a second, a hostile one a few
+_COMPILER = (
+    "import json, resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
+    "resource.setrlimit(resource.RLIMIT_CPU, ({seconds}, {seconds}))\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from grader.intake import compiled_here\n"
+    "asked = json.load(sys.stdin)\n"
+    "json.dump(compiled_here(asked['text'], asked['found_as']), sys.stdout)\n"
+)
+
+
+class _TooComplex(Exception):
+    """The compiling process died or overran: what the student is told, after the file's name."""
+
+
+def _compiled_apart(text: str, found_as: str) -> Compiled:
+    """`compiled_here` in a child process bounded by COMPILE_MEMORY and COMPILE_SECONDS (of CPU; twice
+    that of wall-clock time). A child that crashes, runs out of memory or time is _TooComplex; one
+    that cannot be started, or fails otherwise, is the grader's problem (KitError)."""
+    import subprocess
+    import sys
+
+    kit = str(Path(__file__).resolve().parents[1])
+    code = _COMPILER.format(memory=COMPILE_MEMORY, seconds=COMPILE_SECONDS)
+    asked = json.dumps({"text": text, "found_as": found_as})
+    command = [sys.executable, "-I", "-S", "-c", code, kit]
+    try:
+        run = subprocess.run(
+            command, input=asked, capture_output=True, text=True, timeout=2 * COMPILE_SECONDS, cwd="/"
+        )
+    except subprocess.TimeoutExpired:
+        raise _TooComplex(f"took Python's compiler more than {2 * COMPILE_SECONDS} s") from None
+    except OSError as error:
+        raise KitError(f"the grader could not start a process to compile the submission: {error}") from None
+    if run.returncode == 0:
+        source, broken, notes, syntax_error = json.loads(run.stdout)
+        return source, broken, notes, syntax_error
+    if run.returncode < 0 or "MemoryError" in run.stderr:  # a crash, the CPU or memory limit
+        raise _TooComplex(
+            "is too large or too deeply nested for Python's compiler (it crashed or ran out of memory)"
+        )
+    raise KitError(f"compiling the submission failed in the grader: {run.stderr.strip()[-500:]}")
 
 
 # --- the files of a submission ---------------------------------------------------------------------------
@@ -185,7 +261,7 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
     if path.is_dir():
         yield _folder_members(path), "the submission"
     elif not path.is_file():
-        raise _Unreadable(f"{shown(str(path))} is neither a file nor a folder")
+        raise _Unreadable(f"{_q(path.name)} is neither a file nor a folder (a pipe, a device or a socket)")
     elif _is_zip(path) or path.suffix.lower() == ".zip":  # a damaged zip is named as one
         with _open_zip(path) as archive:
             yield _zip_members(archive, shown(path.name)), shown(path.name)
@@ -195,19 +271,62 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
 
 
 def _folder_members(root: Path) -> dict[str, Reader]:
-    members: dict[str, Reader] = {}
-    # followlinks=False, and linked files are skipped too: a link could point at the solutions.
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _skipped(d))
-        if dirs and len(Path(folder).relative_to(root).parts) >= MAX_FOLDER_DEPTH:
-            raise _Unreadable(f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own")
-        for file in sorted(files):
-            file_path = Path(folder, file)
-            if _skipped(file) or file_path.is_symlink() or not file_path.is_file():
-                continue
-            name = file_path.relative_to(root).as_posix()
-            members[name] = partial(_read_file, file_path, name)
-    return members
+    return {
+        name: partial(_read_file, root / name, name, within=root)
+        for kind, name in _walk(root)
+        if kind == FILE and not any(_skipped(part) for part in name.split("/"))
+    }
+
+
+FOLDER, FILE, OTHER = "folder", "file", "other"  # what `_walk` finds: OTHER is a link, pipe, device, socket
+
+
+def _walk(root: Path) -> Iterator[tuple[str, str]]:
+    """Every entry of the folder `root` as (kind, its path inside it, posix), depth first and by name,
+    without looking inside hidden and system folders or following links: files (regular ones), folders
+    and others (links, pipes, devices, sockets: never opened). Past MAX_MEMBERS entries or
+    MAX_FOLDER_DEPTH, _Unreadable, raised after the entry that goes past is yielded (so that a copy
+    made of what is yielded is refused as the original is). Its work is bounded by the same limits: a
+    folder of a million files is read no further than its first MAX_MEMBERS + 1 names."""
+    seen = 0
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        below: list[str] = []
+        for name, kind in _listing(root / folder, MAX_MEMBERS + 1 - seen):
+            path = f"{folder}/{name}" if folder else name
+            seen += 1
+            yield kind, path
+            if seen > MAX_MEMBERS:
+                raise _Unreadable(
+                    f"the submission holds more than {MAX_MEMBERS} files and folders", "on its own"
+                )
+            if kind == FOLDER and path.count("/") + 1 > MAX_FOLDER_DEPTH:
+                raise _Unreadable(
+                    f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own"
+                )
+            if kind == FOLDER and not _skipped(name):
+                below.append(path)
+        stack.extend(reversed(below))
+
+
+def _listing(folder: Path, limit: int) -> list[tuple[str, str]]:
+    """At most `limit` entries of `folder` (name, kind), by name; none where it cannot be listed."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    found.append((entry.name, FOLDER))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, FILE))
+                else:
+                    found.append((entry.name, OTHER))
+                if len(found) >= limit:
+                    break
+    except OSError:
+        return []
+    return sorted(found)
 
 
 def _is_zip(path: Path) -> bool:
@@ -220,12 +339,30 @@ def _is_zip(path: Path) -> bool:
 
 @contextlib.contextmanager
 def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The zip at `path`, its size and its directory's claimed member count checked before zipfile
+    reads the directory (which it holds in memory whole: a million members, 560 MB and 9 s)."""
+    _check_zip_size(path)
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise _Unreadable(f"{shown(path.name)} is not a readable zip file", "on its own") from error
     with archive:
         yield archive
+
+
+def _check_zip_size(path: Path) -> None:
+    label = shown(path.name)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as stream:
+            end = zipfile._EndRecData(stream)  # type: ignore[attr-defined]  # the end record, as zipfile reads it
+    except OSError as error:
+        raise _Unreadable(f"could not read {label} ({error.strerror})", "again") from error
+    if size > MAX_TOTAL_BYTES:
+        raise _Unreadable(f"{label} is larger than 50 MB", "on its own")
+    # A directory entry takes 46 bytes and its name: MAX_MEMBERS members of long names fit in 1 MB each.
+    if end and (end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS or end[zipfile._ECD_SIZE] > MAX_MEMBERS * 1024):  # type: ignore[attr-defined]
+        raise _Unreadable(f"{label} holds more than {MAX_MEMBERS} files", "on its own")
 
 
 def _zip_members(archive: zipfile.ZipFile, label: str) -> dict[str, Reader]:
@@ -270,12 +407,51 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) ->
         raise _Unreadable(f"{what} is damaged and cannot be read", "again") from error
 
 
-def _read_file(path: Path, name: str) -> bytes:
+def _read_file(path: Path, name: str, within: Path | None = None) -> bytes:
     try:
-        with path.open("rb") as stream:
+        stream = _open_regular(path, within)
+        if stream is None:
+            raise _Unreadable(f"{_q(name)} is not a regular file", "as a regular file")
+        with stream:
             return _read_capped(stream, _q(name))
     except OSError as error:
         raise _Unreadable(f"could not read {_q(name)} ({error.strerror})", "again") from error
+
+
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # POSIX: Windows has neither
+_NO_LINK = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_regular(path: Path, within: Path | None = None) -> IO[bytes] | None:
+    """`path` opened for reading where it is a regular file, else None: a pipe or a device is never read
+    (a pipe would wait for ever, a device never end), nor, for a file `within` a submission's folder, a
+    link (it could point at the solutions) at any step of its path below that folder, even one put in
+    a file's or a folder's place since it was listed (each step is opened from the one above it, without
+    following links, where the OS can). OSError as open() raises (ELOOP for a link)."""
+    if within is None or os.open not in os.supports_dir_fd:
+        descriptor = os.open(path, os.O_RDONLY | _NO_WAIT | (_NO_LINK if within else 0))
+    else:
+        descriptor = _open_below(within, path.relative_to(within).parts)
+    stream = open(descriptor, "rb")
+    if stat.S_ISREG(os.fstat(descriptor).st_mode):
+        return stream
+    stream.close()
+    return None
+
+
+def _open_below(root: Path, parts: tuple[str, ...]) -> int:
+    """The file root/parts... opened one step at a time, no step a link."""
+    folder = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_WAIT)
+    try:
+        for part in parts[:-1]:
+            step = os.open(
+                part, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NO_LINK | _NO_WAIT, dir_fd=folder
+            )
+            os.close(folder)
+            folder = step
+        return os.open(parts[-1], os.O_RDONLY | _NO_LINK | _NO_WAIT, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def _read_capped(stream: IO[bytes], what: str) -> bytes:
@@ -288,6 +464,65 @@ def _read_capped(stream: IO[bytes], what: str) -> bytes:
             raise _Unreadable(f"{what} is larger than 5 MB", "on its own")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+# --- what intake reads of a submission, alone -------------------------------------------------------------
+
+
+def as_read(path: Path, module_name: str = MODULE) -> Iterator[tuple[str, str, bytes]]:
+    """What intake reads of the submission at `path`, and nothing more, as (kind, path inside it, bytes):
+    a file given alone (a .py, a zip) as FILE "" with its bytes up to one past intake's limit for it; a
+    folder as its entries in `_walk`'s order, folders and others (links, pipes, devices) by name alone,
+    files by name with no bytes but for the one file intake grades. Bounded as intake is: at most
+    MAX_MEMBERS + 1 names and 50 MB. `copy_as_read` makes a copy of it, `grader.roster` hashes it."""
+    if path.is_dir():
+        files = []
+        try:
+            for kind, name in _walk(path):
+                yield kind, name, b""
+                if kind == FILE and not any(_skipped(part) for part in name.split("/")):
+                    files.append(name)
+            chosen = _choose(files, module_name, "the submission")
+        except (IntakeError, _Unreadable):
+            return  # the names alone say why intake refuses it
+        yield FILE, chosen, _head(path / chosen, MAX_MEMBER_BYTES + 1, within=path)
+    elif path.is_file():
+        limit = MAX_TOTAL_BYTES if _is_zip(path) or path.suffix.lower() == ".zip" else MAX_MEMBER_BYTES
+        yield FILE, "", _head(path, limit + 1)
+    else:
+        yield OTHER, "", b""
+
+
+def copy_as_read(path: Path, copy: Path, module_name: str = MODULE) -> None:
+    """Make at `copy` (which must not exist) a copy of the submission at `path` that intake reads as it
+    reads the original, made only of what intake reads of it (`as_read`): the same module, notes and
+    refusals, at a cost in time and disk bounded by intake's limits whatever `path` holds (sparse files
+    of terabytes, devices, pipes, a million files). Names stand for what is not read: files as empty
+    files, links, pipes and devices as links to nowhere."""
+    if path.is_dir():
+        copy.mkdir()
+    for kind, name, data in as_read(path, module_name):
+        target = copy / name if name else copy  # a folder's entries come after the folder that holds them
+        if kind == FOLDER:
+            target.mkdir()
+        elif kind == FILE:
+            target.write_bytes(data)
+        elif name:
+            target.symlink_to("/nonexistent/optlab-not-copied")
+        else:
+            os.mkfifo(target)  # a submission given as a pipe or a device: intake says it is neither
+
+
+def _head(path: Path, limit: int, within: Path | None = None) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (b"" where it is none or cannot be read)."""
+    try:
+        stream = _open_regular(path, within)
+        if stream is None:
+            return b""
+        with stream:
+            return stream.read(limit)
+    except OSError:
+        return b""
 
 
 # --- choosing the module ---------------------------------------------------------------------------------
@@ -392,6 +627,8 @@ def _encoding(data: bytes, found_as: str) -> tuple[str, bytes, list[str]]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         b"".decode(encoding)  # a cookie may name a codec that is not a text encoding (rot13)
+        if codecs.lookup(encoding).name in _NOT_FOR_SOURCE:
+            raise LookupError(encoding)
     except (SyntaxError, LookupError):
         # An unknown coding cookie, or first lines that are not UTF-8: read UTF-8 and replace what is not.
         head = data.replace(b"\r", b"\n").split(b"\n", 2)[:2]
@@ -399,7 +636,10 @@ def _encoding(data: bytes, found_as: str) -> tuple[str, bytes, list[str]]:
         if not names:
             return "utf-8", data, []
         file, unknown = _q(found_as), _q(names[0])
-        note = f"{file} declares an encoding Python does not know ({unknown}), so it was read as UTF-8."
+        note = (
+            f"{file} declares an encoding ({unknown}) that Python does not know or that is not for source "
+            "files, so it was read as UTF-8."
+        )
         return "utf-8", data, [note]
     return encoding, data, []
 
@@ -529,6 +769,11 @@ class _Salvager:
         dropped: list[_Dropped] = []
         i = 0
         while i < len(self.blocks):
+            if self.budget <= 0:  # the rest as one block: one compile more, whatever it holds
+                problem = self._problem(i, len(self.blocks) - 1)
+                unit = _Block(self.blocks[i].start, self.blocks[-1].end)
+                kept.append(unit) if problem is None else dropped.append((unit, problem))
+                break
             own = self._problem(i, i)
             stop, problem = (i + 1, None) if own is None else self._join(i, own)
             unit = _Block(self.blocks[i].start, self.blocks[stop - 1].end)
@@ -586,7 +831,7 @@ class _Salvager:
         return _assemble(self.lines, kept)
 
     def _compile(self, text: str, first_line: int, incomplete: bool = False) -> _Problem | None:
-        self.budget -= len(text)
+        self.budget -= len(text) + COMPILE_COST
         # in codeop since Python 3.9, but not in its type stubs
         flags = codeop.PyCF_ALLOW_INCOMPLETE_INPUT if incomplete else 0  # type: ignore[attr-defined]
         return _compile_problem(text, self.filename, first_line, flags)

@@ -19,7 +19,6 @@ import ctypes
 import errno
 import functools
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from grader import cgroup, landlock, mounts, seccomp
 from grader.errors import KitError
-from grader.intake import MAX_FOLDER_DEPTH
+from grader.intake import copy_as_read
 from grader.mounts import remove_tree
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
@@ -533,17 +532,17 @@ def hide_command_line(shown: str) -> None:
 
 
 def private_copy(submission: Path) -> Path:
-    """`submission` (a file or a folder; links left out) copied under its own name into a fresh folder
-    only this user may open: the path a grading is handed, so that a worker that learns it (from a
-    command line in /proc, where no hidepid hides them) can read nothing there, and nothing of the
-    source it came from. The caller removes the copy's folder (`copy.parent`)."""
+    """`submission` (a file or a folder) copied under its own name into a fresh folder only this user
+    may open: the path a grading is handed, so that a worker that learns it (from a command line in
+    /proc, where no hidepid hides them) can read nothing there, and nothing of the source it came from.
+    The copy holds only what intake reads (grader.intake's `copy_as_read`: the module's bytes, the other
+    names, nothing else), so that making it costs what reading the submission costs, whatever the
+    submission holds (issue 23: a folder with a device node filled the disk; a 4 GB sparse file took
+    68 s and 4 GB; 200,000 files took 43 s). The caller removes the copy's folder (`copy.parent`)."""
     folder = Path(tempfile.mkdtemp(prefix="optlab-submission-"))  # mode 700
     copy = folder / (submission.name or "submission")
     try:
-        if submission.is_dir():  # no deeper than intake reads (copytree recurses once per level)
-            shutil.copytree(submission, copy, symlinks=True, ignore=_CopyIgnore(submission))
-        else:
-            shutil.copyfile(submission, copy)
+        copy_as_read(submission, copy)
     except BaseException:
         remove_tree(folder)
         raise
@@ -593,16 +592,3 @@ def exposed_source_warning(source: Path, layers: Layers) -> str | None:
         "namespaces to keep the workers out of it: make it private first (chmod -R o-rwx), or grade "
         "where either layer holds"
     )
-
-
-class _CopyIgnore:
-    """What a private copy of a submission folder leaves out: links, and everything below the depth past
-    which intake refuses the folder anyway (so the copy still shows intake that it is too deep)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def __call__(self, folder: str, names: list[str]) -> list[str]:
-        if len(Path(folder).relative_to(self.root).parts) > MAX_FOLDER_DEPTH:
-            return names
-        return [name for name in names if os.path.islink(os.path.join(folder, name))]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import KitError
-from grader.intake import ESCAPED_NOTE, IntakeError, printable, read_submission
+from grader.intake import ESCAPED_NOTE, printable, read_submission
 from grader.manifest import Manifest
 from grader.roster import Entry
 
@@ -92,7 +92,7 @@ def compare(
     for entry in entries:
         try:
             code = exercise_code(read_submission(entry.path, manifest.module).source, functions)
-        except IntakeError:
+        except KitError:  # no module (IntakeError), or none could be compiled here: not compared
             code = ""
         if code.strip():
             prints[entry.file] = fingerprint(code, boilerplate)
