@@ -425,9 +425,9 @@ class Bench:
                     f"{marks_left(marks) or 'none'}; {m.wall:.1f} s")  # fmt: skip
             for name in files:
                 mark = mark_of(name)
-                said = "no code" if mark is None else "RAN" if mark in marks_left(marks) else "did not run"
-                ran.setdefault(name, {})[which] = said
-        for name, said in sorted(ran.items()):
+                outcome = "no code" if mark is None else "RAN" if mark in marks_left(marks) else "did not run"
+                ran.setdefault(name, {})[which] = outcome
+        for name, by_lab in sorted(ran.items()):
             key = (
                 "otter-log"
                 if name == ".OTTER_LOG"
@@ -435,7 +435,12 @@ class Bench:
                 if name == "otter/__init__.py"
                 else "otter-other"
             )
-            row("otter", f"  submitted {name}", key, f"stub: {said['stub']}, reference: {said['reference']}")
+            row(
+                "otter",
+                f"  submitted {name}",
+                key,
+                f"stub: {by_lab['stub']}, reference: {by_lab['reference']}",
+            )
 
         marks = self.scratch / "marks-launcher"
         launcher = {"ipykernel_launcher.py": launcher_module(self.stub, marks).encode()}
@@ -639,8 +644,8 @@ class Bench:
         ):
             for label, off in (("", ""), (", mount layer off (Docker's default)", "mounts")):
                 env = {"OPTLAB_LAYERS_OFF": ",".join(filter(None, ("audit_hook", off)))}
-                source = self.attacker(FILLING.replace("LOOP", loop))
-                doc, m = self.grade(key, source, [8, 12], env=env, disk=True)
+                attack = self.attacker(FILLING.replace("LOOP", loop))
+                doc, m = self.grade(key, attack, [8, 12], env=env, disk=True)
                 row(
                     "resources",
                     f"softmax writes {what} in its scratch folder{label}",
@@ -821,7 +826,7 @@ def controls(text: str) -> list[str]:
 class Ear:
     """A listener counting the bytes that reach it."""
 
-    def __init__(self, family: int, kind: int, address: object):
+    def __init__(self, family: int, kind: int, address: str | tuple[str, int]):
         self.sock = socket.socket(family, kind)
         self.sock.bind(address)
         if kind == socket.SOCK_STREAM:
