@@ -151,6 +151,15 @@ class Kit:
         self.hook = scratch / "hook"
         self.hook.mkdir()
         (self.hook / "sitecustomize.py").write_text(RUSAGE_HOOK)
+        known = subprocess.run([self.python, "-c", "from grader.isolation import SWITCHABLE; print(*SWITCHABLE)"],
+                               cwd=root, capture_output=True, text=True, check=False)  # fmt: skip
+        self.switchable = set(known.stdout.split())
+
+    def layers_off(self, names: str) -> dict[str, str]:
+        """The environment that switches the audit hook and the layers `names` off, those this kit has
+        (an older one may not know a layer: it has none of it)."""
+        wanted = ["audit_hook", *filter(None, names.split(","))]
+        return {"OPTLAB_LAYERS_OFF": ",".join(n for n in wanted if n in self.switchable)}
 
     def run(self, args: list[str], env: dict[str, str] | None = None, disk: bool = False,
             timeout: float = 900, cwd: Path | None = None, otter: bool = False,
@@ -332,11 +341,12 @@ class Row:
 
 
 ROWS: list[Row] = []
+MEASURED = "after:  "  # "here:   " when another checkout grades
 
 
 def row(klass: str, attack: str, key: str, after: str) -> None:
     ROWS.append(Row(klass, attack, BEFORE[key], after))
-    print(f"[{klass}] {attack}\n    before: {BEFORE[key]}\n    after:  {after}", flush=True)
+    print(f"[{klass}] {attack}\n    before: {BEFORE[key]}\n    {MEASURED}{after}", flush=True)
 
 
 def cost(m: Measured) -> str:
@@ -655,7 +665,7 @@ class Bench:
             ),
         ):
             for label, off in (("", ""), (", mount layer off (Docker's default)", "mounts")):
-                env = {"OPTLAB_LAYERS_OFF": ",".join(filter(None, ("audit_hook", off)))}
+                env = self.kit.layers_off(off)
                 attack = self.attacker(FILLING.replace("LOOP", loop))
                 doc, m = self.grade(key, attack, [8, 12], env=env, disk=True)
                 row(
@@ -692,7 +702,7 @@ class Bench:
             grow = GROWING.replace("BODY", textwrap.indent(held, "        "))
             what = "memfds grown to the file-size limit" if name == "memfd" else "SysV segments filled"
             for label, off in (("", ""), (", seccomp off (the cgroup alone)", "seccomp")):
-                env = {"OPTLAB_LAYERS_OFF": ",".join(filter(None, ("audit_hook", off)))}
+                env = self.kit.layers_off(off)
                 doc, m = self.grade(name, self.attacker(grow), [8], env=env)
                 row(
                     "resources",
@@ -732,7 +742,7 @@ class Bench:
             for label, off in (("every layer", ""), ("namespaces and Landlock off", "namespaces,landlock")):
                 for ear in ears.values():
                     ear.received = 0
-                env = {"OPTLAB_LAYERS_OFF": ",".join(filter(None, ("audit_hook", off)))}
+                env = self.kit.layers_off(off)
                 doc, m = self.grade("sockets", self.attacker(sending), [8], env=env)
                 time.sleep(0.5)
                 got = ", ".join(f"{name} {ear.received}" for name, ear in ears.items())
@@ -752,7 +762,7 @@ class Bench:
             for path in source.iterdir():
                 os.chmod(path, 0o644)
             grades = self.folder("thief-out") / "grades.csv"
-            env = {"OPTLAB_LAYERS_OFF": "audit_hook,landlock,mounts"}
+            env = self.kit.layers_off("landlock,mounts")
             m = self.kit.run(["batch", str(source), "-j", "2", "-o", str(grades), "--exercise", "8",
                               "--exercise", "12"], env=env)  # fmt: skip
             rows = read_grades(grades)
@@ -913,6 +923,9 @@ def main() -> None:
         f"kit: {args.kit.resolve()} ({git_head(args.kit)}); machine: {os.cpu_count()} CPUs, load "
         f"{os.getloadavg()[0]:.2f}\n"
     )
+    if args.kit.resolve() != HERE:
+        global MEASURED
+        MEASURED = "here:   "
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="optlab-bench-attacks-") as scratch:
         os.chmod(scratch, 0o755)
