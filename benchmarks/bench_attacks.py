@@ -151,8 +151,10 @@ class Kit:
         self.hook = scratch / "hook"
         self.hook.mkdir()
         (self.hook / "sitecustomize.py").write_text(RUSAGE_HOOK)
-        known = subprocess.run([self.python, "-c", "from grader.isolation import SWITCHABLE; print(*SWITCHABLE)"],
-                               cwd=root, capture_output=True, text=True, check=False)  # fmt: skip
+        asked = "from grader.isolation import SWITCHABLE; print(*SWITCHABLE)"
+        known = subprocess.run(
+            [self.python, "-c", asked], cwd=root, capture_output=True, text=True, check=False
+        )
         self.switchable = set(known.stdout.split())
 
     def layers_off(self, names: str) -> dict[str, str]:
