@@ -394,6 +394,7 @@ class Bench:
         self.reference = (here / REFERENCE_NAME).read_text()
         self.stub = (here / STUB_NAME).read_text()
         self.count = 0
+        self.baselines: dict[tuple[int, ...], str] = {}
 
     def folder(self, name: str) -> Path:
         self.count += 1
@@ -411,6 +412,16 @@ class Bench:
         args = ["grade", str(module), "-o", str(out), *[f"--exercise={n}" for n in exercises]]
         measured = self.kit.run(args, env=env, disk=disk, timeout=timeout)
         return read_results(out), measured
+
+    def honest(self, exercises: list[int]) -> str:
+        """The reference graded the same way: what the attack's figures compare with."""
+        key = tuple(exercises)
+        if key not in self.baselines:
+            _, m = self.grade("reference", self.reference, exercises)
+            self.baselines[key] = (
+                f"the reference graded so: {m.wall:.1f} s wall, grader CPU {m.grader_cpu:.1f} s"
+            )
+        return self.baselines[key]
 
     def attacker(self, tail: str) -> str:
         """The reference, the audit hook switched off, the command channel, the attack's definitions."""
@@ -526,7 +537,8 @@ class Bench:
             "deadlines",
             "softmax queues 1,000 requests and never reads the answers",
             "flood",
-            f"{cost(m)}; softmax {points(doc, 8)}, honest rest (ex 12) {points(doc, 12)}",
+            f"{cost(m)}; softmax {points(doc, 8)}, honest rest (ex 12) {points(doc, 12)} "
+            f"({self.honest([8, 12])})",
         )
 
     def cpu(self) -> None:
@@ -584,7 +596,8 @@ class Bench:
             "deadlines",
             "every softmax answer about 2 MB, nested 40 deep",
             "big-answers",
-            f"grader CPU {m.grader_cpu:.1f} s; softmax {points(doc, 8)}; {m.wall:.1f} s wall",
+            f"grader CPU {m.grader_cpu:.1f} s; softmax {points(doc, 8)}; {m.wall:.1f} s wall "
+            f"({self.honest([8])})",
         )
 
     def reference_left(self) -> None:
@@ -764,7 +777,7 @@ class Bench:
             for path in source.iterdir():
                 os.chmod(path, 0o644)
             grades = self.folder("thief-out") / "grades.csv"
-            env = self.kit.layers_off("landlock,mounts")
+            env = self.kit.layers_off("landlock,mounts,namespaces,seccomp,cgroup")
             m = self.kit.run(["batch", str(source), "-j", "2", "-o", str(grades), "--exercise", "8",
                               "--exercise", "12"], env=env)  # fmt: skip
             rows = read_grades(grades)
