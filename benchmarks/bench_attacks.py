@@ -603,36 +603,69 @@ class Bench:
     def reference_left(self) -> None:
         leaving = """
 
-        def _post(function, args):
-            pipes = next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
-            pipes.post({"op": "reference", "function": function, "args": args, "kwargs": {}})
+        import select as _select
+
+        _LEFT = {"left": 0, "in full": 0, "stopped": 0, "refused": 0}
+        _WAITING = bytearray()
+
+
+        def _pipes():
+            return next(o for o in _gc.get_objects() if type(o).__name__ == "_ReferencePipes")
+
+
+        def _answers_waiting():
+            # what the reference's worker answered since the last call, to requests whose call had ended
+            fd = _pipes()._read_fd
+            while _select.select([fd], [], [], 0.2)[0]:
+                chunk = _os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                _WAITING.extend(chunk)
+            while b"\\n" in _WAITING:
+                line, _, rest = bytes(_WAITING).partition(b"\\n")
+                _WAITING[:] = rest
+                kind = "stopped" if b"CallEnded" in line else "in full" if b'"return"' in line else "refused"
+                _LEFT[kind] += 1
+
+
+        def _leave(function, args):
+            _answers_waiting()
+            _pipes().post({"op": "reference", "function": function, "args": args, "kwargs": {}})
+            _LEFT["left"] += 1
             _time.sleep(0.3)  # the reference's worker reads it while the call is open, and starts
+            said = ", ".join(f"{k} {v}" for k, v in _LEFT.items())
+            raise RuntimeError(f"ATTACK<<{said}>>")
 
 
         def sft_grad(policy, data):
-            # add_score (on sft_grad's graph) for a policy of 400,000 tokens, the answer never read
-            state = {"$dict": [["S", 1], ["T", 1], ["V", 400_000], ["theta", [[[0.0] * 400_000]]]]}
+            # add_score (on sft_grad's graph) for a policy of 250,000 tokens, the answer left unread
+            state = {"$dict": [["S", 1], ["T", 1], ["V", 250_000], ["theta", [[[0.0] * 250_000]]]]}
             big = {"$object": "TabPolicy", "state": state}
-            _post("add_score", [[[[0.0] * 400_000]], big, 0, 0, 0, 1.0])
-            return [[[0.0]]]
+            _leave("add_score", [[[[0.0] * 250_000]], big, 0, 0, 0, 1.0])
 
 
         def autoresearch(iters, rng, proposer=None, guard=True):
             state = _random.Random(0).getstate()
             seeded = {"$random": [state[0], list(state[1]), state[2]]}
-            _post("autoresearch", [10**6, seeded])  # off the graph: refused
-            return {}, []
+            _leave("autoresearch", [10**6, seeded])  # the issue's request: off every call's graph
         """
         doc, m = self.grade("reference-left", self.attacker(leaving), [14, 19])
         _, honest = self.grade("reference-honest", self.reference, [14, 19])
         spent, usual = m.reference_cpu, honest.reference_cpu
+        counts = re.findall(
+            r"ATTACK<<left (\d+), in full (\d+), stopped (\d+), refused (\d+)>>", shown(doc or {})
+        )
+        left = max(counts, key=lambda c: int(c[0]), default=("?", "?", "?", "?"))
         row(
             "deadlines",
-            "sft_grad posts add_score on 400,000 tokens, autoresearch posts autoresearch(10**6) "
-            "(off the graph), to the reference's worker, and return without reading",
+            "sft_grad posts add_score on 250,000 tokens (2.5 MB: a message may hold 4), autoresearch posts "
+            "autoresearch(10**6), each to the reference's worker, and returns without reading; the next call "
+            "reads what came",
             "reference-left",
-            f"reference workers: {len(spent)}, the busiest {max(spent, default=0):.2f} s CPU, all "
-            f"{sum(spent):.2f} s (the reference graded: {len(usual)} workers, {sum(usual):.2f} s); {cost(m)}",
+            f"left {left[0]} requests: answered in full after their call {left[1]}, stopped at its end "
+            f"{left[2]}, refused {left[3]} (the last one unseen); reference workers: {len(spent)}, "
+            f"the busiest {max(spent, default=0):.2f} s CPU, all {sum(spent):.2f} s (the reference graded: "
+            f"{len(usual)} workers, {sum(usual):.2f} s); {cost(m)}",
         )
 
     def function_arg(self) -> None:
