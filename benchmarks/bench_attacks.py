@@ -4,11 +4,12 @@ way a user runs it: one row per attack with what it tried, the issue's figure be
 assert the guarantees: tests/kit/test_kit_attacks.py, test_kit_otter.py, test_kit_seccomp.py,
 test_kit_mounts.py, test_kit_batch.py).
 
-    .venv/bin/python benchmarks/bench_attacks.py [--only CLASS] [--each] [--kit PATH]
+    .venv/bin/python benchmarks/bench_attacks.py [--only CLASS] [--skip ATTACK] [--each] [--kit PATH]
 
-CLASS: otter, deadlines, resources, channels, ta. As root (the uid, mount and cgroup layers, and the
-Otter path as Gradescope runs it, need it). --each grades the Otter attacks one zip each (20 `otter run`s)
-instead of all in one zip per module (each attack still leaves a mark of its own if it runs). --kit
+CLASS: otter, deadlines, resources, channels, ta (about 5 minutes in all on 2 busy CPUs). As root (the
+uid, mount and cgroup layers, and the Otter path as Gradescope runs it, need it). --each grades the
+Otter attacks one zip each (44 `otter run`s, about 15 minutes) instead of all in one zip per module
+(each attack still leaves a mark of its own if it runs); ATTACK: one of each class's rows. --kit
 grades with another checkout (its own .venv), e.g. one of 82b922e, to measure the figures before; the
 attacks are this checkout's.
 
