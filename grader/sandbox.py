@@ -612,7 +612,9 @@ class Sandbox:
             return
         self.log.append(why)
         try:
-            if hasattr(os, "killpg"):
+            if process.returncode is not None:
+                pass  # reaped (its death was read): its pid, and its group's id, may be another's by now
+            elif hasattr(os, "killpg"):
                 os.killpg(process.pid, signal.SIGKILL)
             else:  # Windows: the worker alone (it has no process group)
                 process.kill()

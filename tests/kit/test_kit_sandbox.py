@@ -162,6 +162,27 @@ def test_a_crash_during_a_call_is_named(ref):
         student.close()
 
 
+def test_a_worker_whose_death_was_read_is_not_signalled_again(ref, monkeypatch):
+    """Issue 25's review: a worker that died in a call was reaped (its exit code read for the message)
+    and then its process group was killed by pid: by then the pid may be another process's (pid_max is
+    32,768 here). A reaped worker's group is never signalled; a live one's is."""
+    signalled = []
+    monkeypatch.setattr(os, "killpg", lambda pid, sig: signalled.append(pid))
+    for tail, says, killed in [
+        ("import os\ndef softmax(xs):\n    os._exit(7)\n", "exit code 7", False),
+        ("def softmax(xs):\n    while True:\n        pass\n", "CPU time", True),
+    ]:
+        student, sandbox = open_student(ref, tail)
+        try:
+            assert sandbox.start() is None
+            worker = sandbox._process.pid
+            with pytest.raises(SubmissionError, match=says):
+                student.softmax([0.0])
+            assert (worker in signalled) is killed
+        finally:
+            student.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the worker as another user")
 def test_a_scratch_folder_closed_to_the_worker_user_is_refused(ref, monkeypatch):
     monkeypatch.setenv(isolation.LAYERS_OFF, "mounts")  # with the mount layer, sandboxes live in /run
