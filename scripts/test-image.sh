@@ -12,7 +12,7 @@
 # Usage: scripts/test-image.sh   (CI: prints each step's seconds; exit 1 at the first difference)
 #        scripts/test-image.sh --side-by-side ROUNDS [FEW_UID_ROUNDS]   (benchmarks/bench_image.sh: the
 #          set-up and build, then only the full reference graded here and in the image at once, ROUNDS
-#          rounds, then FEW_UID_ROUNDS with both sides on 4 uids; prints each round's scores and seconds)
+#          rounds, then FEW_UID_ROUNDS with both sides on 12 uids; prints each round's scores and seconds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=$PWD
@@ -27,7 +27,7 @@ case "${1:-}" in
   --side-by-side)
     rounds=${2:-} few_uid_rounds=${3:-0}
     if ! number "$rounds" || ! number "$few_uid_rounds" || [ "$rounds$few_uid_rounds" = 00 ]; then
-      say "--side-by-side takes a number of rounds and, optionally, of rounds on 4 uids: --side-by-side 20 5"; exit 2
+      say "--side-by-side takes a number of rounds and, optionally, of rounds on 12 uids: --side-by-side 20 5"; exit 2
     fi ;;
   *) say "unknown argument $1: scripts/test-image.sh [--side-by-side ROUNDS [FEW_UID_ROUNDS]]"; exit 2 ;;
 esac
@@ -126,49 +126,64 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 # The reference graded here and in the image at the same time, each with its own lease folder (here the
 # machine's /run/optlab-kit, in the image the container's own: a site that shares nothing), round after
-# round: full points on both sides every time. On issue 25's main both leased 64100 first and this machine's sweep
-# killed the image's worker (the reference scored 70.98 to 99.8). In the last rounds both sides draw
-# from 4 uids (OPTLAB_WORKER_UIDS), so they do run workers under one uid at once.
+# round: full points on both sides every time. On issue 25's main both leased 64100 first and this
+# machine's sweep killed the image's worker (the reference scored 70.98 to 99.8). Each round's grading
+# here starts once the image's has printed its first line. In the last rounds both sides draw from 12
+# uids (OPTLAB_WORKER_UIDS; a grading holds up to 5 at once), so they do run workers under one uid.
 side_by_side() {  # side_by_side ROUNDS FEW_UID_ROUNDS [--exercise N]...: prints each round; exit 1 if short
-  "$py" - "$work/side" "$image" "$@" <<'PY'
-import json, os, shutil, subprocess, sys, time
+  "$py" - "$work/side" "$state" "$image" "$@" <<'PY'
+import json, os, shutil, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-folder, image, rounds, few_uid_rounds, *selection = sys.argv[1:]
-folder, rounds, few_uid_rounds = Path(folder), int(rounds), int(few_uid_rounds)
+folder, keep, image, rounds, few_uid_rounds, *selection = sys.argv[1:]
+folder, keep, rounds, few_uid_rounds = Path(folder), Path(keep), int(rounds), int(few_uid_rounds)
 (folder / "submission").mkdir(parents=True)
 shutil.copy("solutions/optimization_toolkit.py", folder / "submission")
 
 def sides(number, uids):  # side -> (command, environment, its results.json)
-    here, there = folder / f"here-{number}.json", folder / f"image-{number}"
+    here, there = folder / f"here-{number}" / "results.json", folder / f"image-{number}"
+    here.parent.mkdir()
     there.mkdir()
     uids_env = {"OPTLAB_WORKER_UIDS": uids} if uids else {}
     return {
+        "in the image": (["podman", "run", "--rm", "-v", f"{folder / 'submission'}:/autograder/submission:ro",
+                          "-v", f"{there}:/autograder/results", "--env=PYTHONUNBUFFERED=1",
+                          *(f"--env={k}={v}" for k, v in uids_env.items()), image, "grader", "grade",
+                          "/autograder/submission", "-o", "/autograder/results/results.json", *selection],
+                         os.environ, there / "results.json"),
         "here": ([sys.executable, "-m", "grader", "grade", str(folder / "submission"), "-o", str(here),
                   *selection], dict(os.environ, **uids_env), here),
-        "in the image": (["podman", "run", "--rm", "-v", f"{folder / 'submission'}:/autograder/submission:ro",
-                          "-v", f"{there}:/autograder/results", *(f"--env={k}={v}" for k, v in uids_env.items()),
-                          image, "grader", "grade", "/autograder/submission", "-o",
-                          "/autograder/results/results.json", *selection], os.environ, there / "results.json"),
     }
 
-def grade(command, env, results):  # -> score, points possible, seconds, the first shortfall
-    start = time.monotonic()
-    run = subprocess.run(command, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
+def grade(command, env, results, started):  # -> score, points possible, seconds, the first shortfall
+    begun = time.monotonic()
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    printed = run.stdout.readline()  # the grader's first line ("isolation: ..."): it has started
+    started.set()
+    printed += run.stdout.read()
+    run.wait()
+    seconds = time.monotonic() - begun
     if run.returncode != 0 or not results.exists():
-        return None, None, seconds, f"exit {run.returncode}: " + " ".join((run.stdout + run.stderr).split()[-40:])
+        return None, None, seconds, f"exit {run.returncode}: " + " ".join(printed.split()[-40:])
     document = json.loads(results.read_text())
-    short = [f"{test['name']}: {test.get('score')} / {test.get('max_score')}: {(test.get('output') or '')[:300]!r}"
+    short = [f"{test['name']}: {test.get('score')} / {test.get('max_score')}"
              for test in document["tests"] if test.get("score") != test.get("max_score")]
+    if short:  # kept for a look (the work folder goes at the end)
+        kept = keep / f"side-by-side-{results.parent.name}.json"
+        shutil.copy(results, kept)
+        short[0] += f" (its results.json: {kept})"
     return document["score"], document["extra_data"]["points_possible"], seconds, (short or [""])[0]
 
 failures = []
 with ThreadPoolExecutor(2) as pool:
     for number in range(1, rounds + few_uid_rounds + 1):
-        uids = "64100-64103" if number > rounds else ""
-        running = {side: pool.submit(grade, *how) for side, how in sides(number, uids).items()}
-        figures = {side: future.result() for side, future in running.items()}
+        uids = "64100-64111" if number > rounds else ""
+        running = {}
+        for side, how in sides(number, uids).items():  # the image first: here starts once its grader has
+            started = threading.Event()
+            running[side] = pool.submit(grade, *how, started)
+            started.wait(300)
+        figures = {side: running[side].result() for side in ("here", "in the image")}
         print(f"test-image: side by side, round {number}{f' (uids {uids} both sides)' if uids else ''}: "
               + ", ".join(f"{side} {score} of {possible} in {seconds:.1f} s"
                           for side, (score, possible, seconds, _) in figures.items()), flush=True)
