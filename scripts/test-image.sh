@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the grading image (the Dockerfile as shipped) with Podman and grade in it as Gradescope does,
 # against the same gradings on this machine: the reference 100, the stub 0, a partial submission equal
-# to `grader grade` here entry by entry, and `grader batch` over examples/submissions equal to this
-# machine's grades.csv score by score. Needs root; installs podman, runc and debootstrap when missing.
+# to `grader grade` here entry by entry, the reference graded here and in the image at the same time
+# with separate worker-uid lease folders (full points on both sides, round after round), `grader batch`
+# over examples/submissions equal to this machine's grades.csv score by score, and the kit's isolation
+# and Landlock tests in the image. Needs root; installs podman, runc and debootstrap when missing.
 # Podman is set up for this machine in .optlab-podman/ (git-ignored) through its own CONTAINERS_CONF,
 # never the machine's configuration: runc (crun refuses cgroup v1 without a writable hierarchy),
 # default ulimits within this shell's hard limits (Podman's defaults are higher: the container would not
@@ -21,12 +23,12 @@ image=localhost/optlab-grader:test
 state=$kit/.optlab-podman
 say() { echo "test-image: $*"; }
 rounds='' few_uid_rounds=0
-number() { [[ "$1" =~ ^[0-9]+$ ]]; }
+number() { [[ "$1" =~ ^(0|[1-9][0-9]*)$ ]]; }
 case "${1:-}" in
   "") ;;
   --side-by-side)
     rounds=${2:-} few_uid_rounds=${3:-0}
-    if ! number "$rounds" || ! number "$few_uid_rounds" || [ "$rounds$few_uid_rounds" = 00 ]; then
+    if ! number "$rounds" || ! number "$few_uid_rounds" || ((rounds + few_uid_rounds == 0)); then
       say "--side-by-side takes a number of rounds and, optionally, of rounds on 12 uids: --side-by-side 20 5"; exit 2
     fi ;;
   *) say "unknown argument $1: scripts/test-image.sh [--side-by-side ROUNDS [FEW_UID_ROUNDS]]"; exit 2 ;;
