@@ -547,8 +547,9 @@ def test_a_function_without_hidden_value_checks_is_proven_by_most_of_its_edge_ch
 
 
 def test_every_function_a_visible_check_names_has_a_hidden_check_that_can_unlock_it():
-    """A visible check earns only beside a passing hidden check of a value, edge or rng promise of its
-    function: a function with visible checks and no such hidden check could never earn them."""
+    """A visible check earns only where most of its function's hidden value checks pass (edge and rng
+    ones where it has none): a function with visible checks and no such hidden check could never earn
+    them."""
     promises = inventory_promises(INVENTORY_DATA)
     named: dict[str, set[tuple[int, str]]] = {"visible": set(), "hidden": set()}
     for test in INVENTORY_DATA["tests"]:
