@@ -10,7 +10,7 @@ weights, and a promise's share splits equally over its checks in that entry. A c
 same entry, passes: code that raises on every input, or returns without touching its arguments, earns
 nothing. Where an exercise's hidden checks ran too, a visible check earns only where more than half
 the hidden checks of value promises of the same function pass (a function with none: of its edge and
-rng promises; an unmarked check: where a function of the exercise is so proven): the visible inputs
+rng promises; an unmarked check: where any hidden check of a working kind passes): the visible inputs
 and answers are in the handout, so code that only recalls them (a table of the visible tests' answers:
 21.96 of 100 points before, with every hidden check failed), and beside it answers only the cheap
 cases (a single element, equal inputs), earns nothing. A check that names no promise (a suite not yet
@@ -124,10 +124,11 @@ VALUE = "value"  # the kind whose checks say a function computes what its docstr
 
 def working(entry: Iterable[Tally]) -> frozenset[str]:
     """The functions of which more than half the checks of value promises in `entry` pass (a function
-    with none: of its edge and rng checks); "" stands for any, an unmarked check counting as a value
-    one. One passing check was enough before: a table of the visible answers beside a softmax that
-    only ranked the logits (equal ones: 1/n each) passed 2 of its 4 hidden value checks and 3 of its
-    edge checks, and earned 2.46 of 3 points, the visible 1.07 included."""
+    with none: of its edge and rng checks); "" (what an unmarked check names: a suite not yet
+    annotated) where any check of a working kind passes, as before. One passing check was enough for
+    every function: a table of the visible answers beside a softmax that only ranked the logits (equal
+    ones: 1/n each) passed 2 of its 4 hidden value checks and 3 of its edge checks, and earned 2.46 of
+    3 points, the visible 1.07 included."""
     entry = [t for t in entry if t.kind not in GATED]
     valued = {t.function for t in entry if t.kind == VALUE}
     counts: dict[str, list[int]] = {}
@@ -136,8 +137,8 @@ def working(entry: Iterable[Tally]) -> frozenset[str]:
             count = counts.setdefault(t.function, [0, 0])
             count[0] += t.checks
             count[1] += t.passed
-    found = {function for function, (checks, passed) in counts.items() if 2 * passed > checks}
-    return frozenset(found | {""}) if found else frozenset()
+    found = {function for function, (checks, passed) in counts.items() if function and 2 * passed > checks}
+    return frozenset(found | {""}) if any(t.passed for t in entry) else frozenset(found)
 
 
 def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> list[Tally]:
