@@ -219,7 +219,7 @@ class Verdict:
             out.append(
                 f"Visible points only: the {hidden_total} hidden checks of these exercises run only when "
                 "your submission is graded, and earn the rest of their points (a function's visible "
-                "checks earn then only where a hidden check of it passes too)."
+                "checks earn then only where most of its hidden checks of values pass too)."
             )
         if len(rows) < len(self.exercises):
             out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")

@@ -159,8 +159,8 @@ def _entry_output(score: SuiteScore, shown: str) -> str:
     if score.withheld:  # the visible answers are in the handout: recalling them is not computing them
         names = ", ".join(f"{name}()" if name else "the exercise" for name in score.withheld)
         head += (
-            f" The passing checks of {names} earn their points only where a hidden check of it passes too,"
-            " and none has."
+            f" The passing checks of {names} earn their points only where most of its hidden checks of"
+            " values pass too, and they do not."
         )
     if not failed or shown == "none":
         return head

@@ -8,12 +8,13 @@ Within an entry, its points split over the promises its checks name (grader.prom
 weights, and a promise's share splits equally over its checks in that entry. A check of an `error` or
 `unchanged` promise earns only when a check of a value, edge or rng promise of the same function, in the
 same entry, passes: code that raises on every input, or returns without touching its arguments, earns
-nothing. Where an exercise's hidden checks ran too, a visible check earns only where a hidden check of a
-value, edge or rng promise of the same function passes (an unmarked one: any hidden check of the
-exercise): the visible inputs and answers are in the handout, so code that only recalls them (a table
-of the visible tests' answers: 21.96 of 100 points before, with every hidden check failed) earns
-nothing. A check that names no promise (a suite not yet annotated) is
-a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
+nothing. Where an exercise's hidden checks ran too, a visible check earns only where more than half
+the hidden checks of value promises of the same function pass (a function with none: of its edge and
+rng promises; an unmarked check: where any hidden check of a working kind passes): the visible inputs
+and answers are in the handout, so code that only recalls them (a table of the visible tests' answers:
+21.96 of 100 points before, with every hidden check failed), and beside it answers only the cheap
+cases (a single element, equal inputs), earns nothing. A check that names no promise (a suite not yet
+annotated) is a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
 maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
 nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
 points one way: `points_text`.
@@ -118,11 +119,26 @@ def score_exercise(
     return out
 
 
+VALUE = "value"  # the kind whose checks say a function computes what its docstring says
+
+
 def working(entry: Iterable[Tally]) -> frozenset[str]:
-    """The functions with a passing check of a value, edge or rng promise in `entry` ("" stands for
-    any: a passing check of any working kind, an unmarked one included)."""
-    found = {t.function for t in entry if t.kind not in GATED and t.passed}
-    return frozenset(found | {""}) if found else frozenset()
+    """The functions of which more than half the checks of value promises in `entry` pass (a function
+    with none: of its edge and rng checks); "" (what an unmarked check names: a suite not yet
+    annotated) where any check of a working kind passes, as before. One passing check was enough for
+    every function: a table of the visible answers beside a softmax that only ranked the logits (equal
+    ones: 1/n each) passed 2 of its 4 hidden value checks and 3 of its edge checks, and earned 2.46 of
+    3 points, the visible 1.07 included."""
+    entry = [t for t in entry if t.kind not in GATED]
+    valued = {t.function for t in entry if t.kind == VALUE}
+    counts: dict[str, list[int]] = {}
+    for t in entry:
+        if t.kind == VALUE or t.function not in valued:
+            count = counts.setdefault(t.function, [0, 0])
+            count[0] += t.checks
+            count[1] += t.passed
+    found = {function for function, (checks, passed) in counts.items() if function and 2 * passed > checks}
+    return frozenset(found | {""}) if any(t.passed for t in entry) else frozenset(found)
 
 
 def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> list[Tally]:
@@ -147,9 +163,9 @@ def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> l
 def entry_score(points: float, entry: Iterable[Tally], proven: frozenset[str] | None = None) -> float:
     """What an entry worth `points` earns: each promise its weight's share of the points, earned in
     proportion to its checks that passed; an error or unchanged promise's only where a value, edge or rng
-    promise of the same function has a check that passed; with `proven` (the functions that passed a
-    hidden check: `working`), a promise's only where its function is there. Rounded to 0.01; every check
-    earning: `points` exactly."""
+    promise of the same function has a check that passed; with `proven` (the functions the hidden
+    checks show working: `working`), a promise's only where its function is there. Rounded to 0.01;
+    every check earning: `points` exactly."""
     entry = list(entry)
     earning = {t.function for t in entry if t.kind not in GATED and t.passed}
     weight = sum(Fraction(t.weight) for t in entry)

@@ -42,6 +42,9 @@ Refused with EPERM (Python raises PermissionError, the call's answer names it; n
   program (apport, systemd-coredump: Ubuntu, Fedora, many Docker hosts) still gets the whole process
   (up to the address-space limit) streamed to a helper running as root, outside every quota.
 - prctl(PR_SET_PDEATHSIG): the worker would outlive a grader killed mid-call.
+- Naming a descriptor's owner (fcntl F_SETOWN, F_SETOWN_EX; ioctl FIOSETOWN, SIOCSPGRP): with O_ASYNC
+  the kernel then signals the owner when the descriptor is ready (SIGIO, whose default kills, or what
+  F_SETSIG says): a worker under the filter signalled its grader so, as the grader's own user.
 - On x86_64, any call of the x32 ABI (numbers from 0x40000000: the same calls under other numbers).
 A call of another architecture (i386 through int 0x80, arm32 compat) kills the process: its numbers
 differ, the filter knows only the interpreter's own.
@@ -112,6 +115,7 @@ REFUSED = {
 # user); RLIMIT_CORE is 4 on both architectures; PR_SET_PDEATHSIG is 1.
 NEXT, ALLOW, REFUSE = "next", "allow", "refuse"
 RLIMIT_CORE = 4
+F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 15, 0x8901, 0x8902  # the same on both architectures
 Step = tuple[int, int, int, str, str]  # (argument, half, value, if equal, if not)
 CHECKED: dict[str, tuple[tuple[int, int], tuple[Step, ...]]] = {
     "prlimit64": (
@@ -131,6 +135,10 @@ CHECKED: dict[str, tuple[tuple[int, int], tuple[Step, ...]]] = {
     "sched_setattr": ((314, 274), ((0, 0, 0, ALLOW, REFUSE),)),
     "ioprio_set": ((251, 30), ((0, 0, 1, NEXT, REFUSE), (1, 0, 0, ALLOW, REFUSE))),
     "prctl": ((157, 167), ((0, 0, 1, REFUSE, ALLOW),)),
+    # F_SETOWN, F_SETOWN_EX (and FIOSETOWN, SIOCSPGRP, their ioctl spellings): a descriptor's owner gets
+    # SIGIO, or any signal F_SETSIG names, when it becomes ready; the kernel sends it, past kill's refusal
+    "fcntl": ((72, 25), ((1, 0, F_SETOWN, REFUSE, NEXT), (1, 0, F_SETOWN_EX, REFUSE, ALLOW))),
+    "ioctl": ((16, 29), ((1, 0, FIOSETOWN, REFUSE, NEXT), (1, 0, SIOCSPGRP, REFUSE, ALLOW))),
 }
 ARCHES = {"x86_64": 0, "aarch64": 1}  # machine name -> column of REFUSED
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # seccomp_data.arch (linux/audit.h)

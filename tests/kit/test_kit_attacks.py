@@ -1399,7 +1399,50 @@ def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes,
     visible = next(t for t in document["tests"] if t["extra_data"]["suite"] == "visible")
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
     assert document["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
-    assert "softmax() earn their points only where a hidden check of it passes" in visible["output"]
+    assert WITHHELD_SOFTMAX in visible["output"]
+
+
+WITHHELD_SOFTMAX = "softmax() earn their points only where most of its hidden checks of values pass"
+CHEAP_CASES = """
+
+_TABLE = %r
+
+
+def softmax(xs):
+    if repr(xs) in _TABLE:
+        return eval(_TABLE[repr(xs)], {"inf": float("inf"), "nan": float("nan")})
+    xs = list(xs)
+    if xs and all(x == xs[0] for x in xs):  # the docstring's tie: 1/n each (a single logit: [1.0])
+        return [1.0 / len(xs)] * len(xs)
+    ranks = [sorted(xs).index(x) + 1 for x in xs]  # no exp: the larger logit the larger share
+    return [rank / sum(ranks) for rank in ranks]
+"""
+
+
+def test_a_table_beside_the_cheap_cases_earns_no_visible_points(tmp_path, sandboxes, monkeypatch):
+    """One passing hidden check of a value, edge or rng promise unlocked a function's visible checks: a
+    table of the visible answers beside a softmax that answers equal logits (1/n each, a single one
+    included) and otherwise only ranks the logits, computing no exp, passed 5 of the 9 hidden checks (2
+    of the 4 of value promises) and earned 2.46 of 3 points, the visible 1.07 included. Now the visible
+    checks earn only where more than half the function's hidden value checks pass."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    memo = tmp_path / "memo.jsonl"
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(REFERENCE + RECORDER % str(memo))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible/test_ex08_softmax.py",
+         "--submission", str(recorder), "--worker", "inprocess"],
+        cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    table = dict(__import__("json").loads(line) for line in memo.read_text().splitlines())
+    document = grade_source(tmp_path / "graded", STUB + CHEAP_CASES % table, exercises=[8])
+    entries = {t["extra_data"]["suite"]: t for t in document["tests"]}
+    visible, hidden = entries["visible"], entries["hidden"]
+    assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]
+    assert hidden["extra_data"]["passed"] >= 5, hidden["output"]  # the cheap cases do pass
+    assert visible["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
+    assert WITHHELD_SOFTMAX in visible["output"]
 
 
 def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):

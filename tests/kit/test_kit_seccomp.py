@@ -328,6 +328,62 @@ def test_a_worker_cannot_signal_even_itself(ref, layers_off):
     assert isinstance(attempt(ref, body), PermissionError)
 
 
+def test_a_worker_cannot_make_a_descriptor_signal_its_grader(ref, layers_off):
+    """fcntl(F_SETOWN) names a descriptor's owner, which the kernel signals when it becomes ready (with
+    O_ASYNC; SIGIO kills by default, F_SETSIG picks any signal): past kill's refusal. Before, the filter
+    let F_SETOWN name the grader. Now naming any owner is refused, in each of its spellings."""
+    layers_off("", "seccomp")
+    body = (
+        "import fcntl\n"
+        "r, w = os.pipe()\n"
+        "through = []\n"
+        "for cmd, arg in ((fcntl.F_SETOWN, os.getppid()), (fcntl.F_SETOWN, os.getpid()), (15, 0)):\n"
+        "    try:\n"
+        "        fcntl.fcntl(r, cmd, arg)\n"
+        "        through.append(float(cmd))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_NONBLOCK)  # others work\n"
+        "return through"
+    )
+    assert attempt(ref, body) == []
+
+
+def test_a_process_under_the_filter_signals_nobody_through_a_descriptor():
+    """The whole route, as the grader's own user (the uid layer off: grading not as root): a process under
+    the filter makes a pipe's owner its parent, asks for SIGUSR1 (F_SETSIG), sets O_ASYNC and writes.
+    Before, the parent got SIGUSR1 twice (SIGKILL would have done as well); now none."""
+    import fcntl
+    import signal
+
+    filter_ = seccomp.worker_filter()
+    if filter_ is None:
+        pytest.skip("no seccomp filter here")
+    got: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: got.append(number))
+    try:
+        parent, (r, w) = os.getpid(), os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child)
+            try:
+                filter_.install()
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(r, fcntl.F_SETOWN, parent)
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(r, 10, signal.SIGUSR1)  # F_SETSIG
+                fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+                os.write(w, b"ready")
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        select.select([], [], [], 0.2)  # a signal the kernel queued is handled by now
+        os.close(r)
+        os.close(w)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert got == []
+
+
 def test_a_worker_cannot_clear_its_parent_death_signal(ref, layers_off):
     """The worker dies with its grader (PR_SET_PDEATHSIG, set before exec). Before, prctl cleared it
     (it returned 0): a worker whose grader was killed mid-call lived on, sleeping, past every bound but
