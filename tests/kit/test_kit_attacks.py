@@ -20,6 +20,7 @@ channel, exactly what a visible check would print).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import resource
@@ -1379,12 +1380,9 @@ def softmax(xs):
 """
 
 
-def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes, monkeypatch):
-    """The visible tests' inputs and answers are in the handout: a softmax that looks them up and computes
-    nothing passed its 5 visible checks and earned their 1.07 points (the whole visible entry), every
-    hidden check failing; on all 20 exercises such a table passed 115 of the 145 visible checks and
-    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function."""
-    monkeypatch.setenv("TMPDIR", str(sandboxes))
+def _visible_softmax_answers(tmp_path) -> dict[str, str]:
+    """softmax's visible inputs and answers (repr -> repr), as a student copies them from the handout:
+    recorded by running the visible suite on the reference."""
     memo = tmp_path / "memo.jsonl"
     recorder = tmp_path / "recorder.py"
     recorder.write_text(REFERENCE + RECORDER % str(memo))
@@ -1394,7 +1392,16 @@ def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes,
         cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:]
-    table = dict(__import__("json").loads(line) for line in memo.read_text().splitlines())
+    return dict(json.loads(line) for line in memo.read_text().splitlines())
+
+
+def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes, monkeypatch):
+    """The visible tests' inputs and answers are in the handout: a softmax that looks them up and computes
+    nothing passed its 5 visible checks and earned their 1.07 points (the whole visible entry), every
+    hidden check failing; on all 20 exercises such a table passed 115 of the 145 visible checks and
+    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    table = _visible_softmax_answers(tmp_path)
     document = grade_source(tmp_path / "graded", STUB + MEMORIZER % table, exercises=[8])
     visible = next(t for t in document["tests"] if t["extra_data"]["suite"] == "visible")
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
@@ -1426,16 +1433,7 @@ def test_a_table_beside_the_cheap_cases_earns_no_visible_points(tmp_path, sandbo
     of the 4 of value promises) and earned 2.46 of 3 points, the visible 1.07 included. Now the visible
     checks earn only where more than half the function's hidden value checks pass."""
     monkeypatch.setenv("TMPDIR", str(sandboxes))
-    memo = tmp_path / "memo.jsonl"
-    recorder = tmp_path / "recorder.py"
-    recorder.write_text(REFERENCE + RECORDER % str(memo))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible/test_ex08_softmax.py",
-         "--submission", str(recorder), "--worker", "inprocess"],
-        cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-2000:]
-    table = dict(__import__("json").loads(line) for line in memo.read_text().splitlines())
+    table = _visible_softmax_answers(tmp_path)
     document = grade_source(tmp_path / "graded", STUB + CHEAP_CASES % table, exercises=[8])
     entries = {t["extra_data"]["suite"]: t for t in document["tests"]}
     visible, hidden = entries["visible"], entries["hidden"]
