@@ -25,7 +25,7 @@ def points_doc(manifest: Manifest, inventory: Mapping[str, Any]) -> str:
         "and hidden entries; an entry's points split over the promises its checks name, by weight; a",
         "promise's share splits equally over its checks in the entry; an `error` or `unchanged` check earns",
         "only when a value, edge or rng check of the same function passes in the same entry, and a visible",
-        "check only when more than half the hidden value checks of its function pass (README, \"How points",
+        'check only when more than half the hidden value checks of its function pass (README, "How points',
         'are shared").',
         "",
         "| exercise | points | visible entry | hidden entry | promises | checks naming none |",
