@@ -34,7 +34,6 @@ import json
 import os
 import re
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -44,7 +43,6 @@ import threading
 import time
 import unicodedata
 import uuid
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -63,7 +61,7 @@ from tests.kit.otter_attacks import (  # noqa: E402
     write_folder,
     write_zip,
 )
-from tests.kit.otter_comparison import GRADESCOPE_METADATA  # noqa: E402
+from tests.kit.otter_comparison import gradescope_layout  # noqa: E402
 from tests.kit.test_kit_attacks import COMMANDS, DEADLINES, HOOK_OFF  # noqa: E402
 from tests.kit.test_kit_batch import ESCAPES, OWN_METADATA  # noqa: E402
 from tests.kit.test_kit_mounts import THIEF  # noqa: E402
@@ -519,13 +517,7 @@ class Bench:
         """As tests/kit/otter_comparison.gradescope_page: the zip unpacked into ROOT/source, the
         submission in ROOT/submission, run_otter.py run as Gradescope's run_autograder runs it."""
         root = self.folder("gradescope")
-        with zipfile.ZipFile(autograder) as zf:
-            zf.extractall(root / "source")
-        shutil.copytree(submission, root / "submission", symlinks=True)
-        (root / "results").mkdir()
-        (root / "submission_metadata.json").write_text(json.dumps(GRADESCOPE_METADATA))
-        run_otter = root / "source" / "run_otter.py"
-        run_otter.write_text(run_otter.read_text().replace('"/autograder"', repr(str(root))))
+        run_otter = gradescope_layout(autograder, submission, root)
         m = self.kit.run([str(run_otter)], cwd=root, script=True)
         return read_results(root / "results" / "results.json"), m
 

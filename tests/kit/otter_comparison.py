@@ -91,11 +91,10 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
 GRADESCOPE_METADATA = {"id": 1, "users": [{"email": "ada@example.edu", "id": 1, "name": "Ada", "sid": "A1"}]}
 
 
-def gradescope_page(autograder: Path, submission: Path, root: Path, zips: bool = False) -> dict:
-    """Gradescope's results.json for the folder `submission` (copied as it is, symlinks kept): the zip
-    unpacked into `root`/source as Gradescope unpacks it, run_otter.py run as run_autograder runs it, as
-    root, with this interpreter (which has the pinned Otter). With `zips`, Otter's config says so, as
-    `otter grade --ext zip` writes it into its image."""
+def gradescope_layout(autograder: Path, submission: Path, root: Path, zips: bool = False) -> Path:
+    """Lay `root` out as Gradescope does for the folder `submission` (copied as it is, symlinks kept): the
+    zip unpacked into `root`/source, the submission, results/ and the metadata; with `zips`, Otter's
+    config says so, as `otter grade --ext zip` writes it into its image. The run_otter.py to run."""
     with zipfile.ZipFile(autograder) as zf:
         zf.extractall(root / "source")
     shutil.copytree(submission, root / "submission", symlinks=True)
@@ -106,6 +105,13 @@ def gradescope_page(autograder: Path, submission: Path, root: Path, zips: bool =
         config.write_text(json.dumps({**json.loads(config.read_text()), "zips": True}))
     run_otter = root / "source" / "run_otter.py"
     run_otter.write_text(run_otter.read_text().replace('"/autograder"', repr(str(root))))  # an older zip's
+    return run_otter
+
+
+def gradescope_page(autograder: Path, submission: Path, root: Path, zips: bool = False) -> dict:
+    """Gradescope's results.json for the folder `submission` (`gradescope_layout`): run_otter.py run as
+    run_autograder runs it, as root, with this interpreter (which has the pinned Otter)."""
+    run_otter = gradescope_layout(autograder, submission, root, zips)
     run = subprocess.run([sys.executable, str(run_otter)], cwd=root, capture_output=True, text=True)
     results = root / "results" / "results.json"
     assert results.is_file(), run.stdout[-2000:] + run.stderr[-2000:]
