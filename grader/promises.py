@@ -3,10 +3,12 @@ suites' checks.
 
 One file per exercise lists every promise its functions' docstrings make, one [[promise]] table each:
 an `id` ("<function>.<short_snake_name>", unique in the kit), the `function` (one of the exercise's), a
-`kind` (value, edge, unchanged, rng, error), what it `says` (one line) and an optional `weight` (default
-1: the promise's share of an entry's points, grader.scoring). Every suite test names the one promise it
-checks with `@pytest.mark.promise(ID)`. `grader build` folds the promises into tests/inventory.json,
-which is all grading reads; a problem in a file is one line naming the file, the line and the problem.
+`kind` (value: the function's main result; edge: a boundary it names; form: the type, layout or order
+of its output where the docstring promises one; unchanged; rng; error), what it `says` (one line) and
+an optional `weight` (default 1: the promise's share of an entry's points, grader.scoring). Every suite
+test names the one promise it checks with `@pytest.mark.promise(ID)`. `grader build` folds the promises
+into tests/inventory.json, which is all grading reads; a problem in a file is one line naming the file,
+the line and the problem.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from grader.layout import PROMISES, SUITES
 if TYPE_CHECKING:
     from grader.manifest import Manifest
 
-KINDS = ("value", "edge", "unchanged", "rng", "error")
+KINDS = ("value", "edge", "form", "unchanged", "rng", "error")
 ERROR = "error"
 # The kinds that code doing no work satisfies too (raising on every input; returning without touching its
 # arguments): their checks earn only beside a passing check of a working kind of the same function, in
