@@ -399,6 +399,7 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
     written = write_report(
         grades.parent, analysis, title, changes, pairs, _results_links(outcomes, options, grades)
     )
+    _write_student_pages(outcomes, options)
     if pairs is not None:
         from grader.similarity import SIMILARITY_HTML
 
@@ -428,6 +429,16 @@ def _results_links(outcomes: Sequence[Outcome], options, grades: Path) -> dict[s
         )
         for o in outcomes
     }
+
+
+def _write_student_pages(outcomes: Sequence[Outcome], options) -> None:
+    """Each submission's page.html beside its results.json: the page its student sees on Gradescope."""
+    from grader.batch import RESULTS, submission_folder
+    from grader.student_page import write_student_page
+
+    for outcome in outcomes:
+        results = submission_folder(options.results_dir, outcome.entry) / RESULTS
+        write_student_page(results, f"{outcome.entry.file}, as its student sees it on Gradescope")
 
 
 def grades_history(grades: Path) -> Path:
@@ -481,7 +492,7 @@ def _regrade_preview(
     results entries changed comes from the earlier results.json: the one a regrade kept (in a dry run:
     the one in place), or, for `--compare`, the one in that grades.csv's own results folder."""
     from grader.batch import RESULTS, previous_results, read_results, submission_folder
-    from grader.grades import GradesFileError, change_text, entry_scores, read_grades, regrade_changes
+    from grader.grades import MOVED, GradesFileError, change_text, entry_scores, read_grades, regrade_changes
 
     old, against = compared, compare
     if old is None and grades.is_file():
@@ -516,12 +527,16 @@ def _regrade_preview(
             print(f"  ... and {len(changes) - 30} more (see the report)")
     else:
         print(f"{PROG}: no grade {would} against {against}")
-    if others := [c for c in found if not c.counts]:
-        print(f"{PROG}: not changes ({len(others)}): a row with no grade on one side")
-        for change in others[:30]:
+    moved = [c for c in found if c.kind == MOVED]
+    others = [c for c in found if not c.counts and c.kind != MOVED]
+    for listed, why in ((moved, "the same total, points moved between exercises"),
+                        (others, "a row with no grade on one side")):  # fmt: skip
+        if listed:
+            print(f"{PROG}: not changes of a grade ({len(listed)}): {why}")
+        for change in listed[:30]:
             _say(f"  {change_text(change)}")
-        if len(others) > 30:
-            print(f"  ... and {len(others) - 30} more (see grades.csv)")
+        if len(listed) > 30:
+            print(f"  ... and {len(listed) - 30} more (see grades.csv)")
     return changes
 
 

@@ -16,9 +16,11 @@ escape sequence from a submission or an export) and never starts a formula.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
 much, and which results entries changed ("8 softmax: hidden checks"), where the earlier results.json is
-known, else which exercises' points, before the file is replaced. Only a row whose total or exercise
-points differ counts as a change; a row that has no grade yet (an interrupted batch did not reach it, its
-grading crashed) is "not graded yet", and one that had none before is "graded now": neither is a change.
+known, else which exercises' points, before the file is replaced, each named with its submitters. Only a
+row whose total differs (as a number: "4" and "4.0" are the same) counts as a change; one whose total is
+the same while points moved between exercises is listed apart; a row that has no grade yet (an
+interrupted batch did not reach it, its grading crashed) is "not graded yet", and one that had none before
+is "graded now": neither is a change.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ TOTALS = ("total_points_earned", "total_points_possible", "percent_correct", "gr
 KIT = ("kit_version", "inventory_hash")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run these as formulas
 NOT_GRADED, GRADED_NOW = "not graded yet", "graded now"
+MOVED = "points moved"  # the same total, points moved between exercises: no grade changed
 
 
 class GradesFileError(KitError):
@@ -57,13 +60,15 @@ class Change:
     after: str  # and after ("" for one that is gone)
     exercises: tuple[tuple[str, str, str], ...]  # (exercise column, before, after) of those that changed
     kind: str = "changed"  # or "new" (not in the earlier grades.csv), "gone" (not in the new one),
-    # NOT_GRADED (no grade now: not reached, crashed) or GRADED_NOW (no grade before): neither a change
+    # NOT_GRADED (no grade now: not reached, crashed), GRADED_NOW (no grade before) or MOVED (the same
+    # total): none of these three a change of a grade
     entries: tuple[tuple[str, str, str], ...] = ()  # (results entry, before, after), where both are known
+    names: str = ""  # its submitters, "; "-joined, where the export names them
 
     @property
     def counts(self) -> bool:
-        """Whether it is a change of a grade (not a row that has no grade on one side)."""
-        return self.kind not in (NOT_GRADED, GRADED_NOW)
+        """Whether it is a change of a grade (not a row with no grade on one side, nor the same total)."""
+        return self.kind not in (NOT_GRADED, GRADED_NOW, MOVED)
 
     @property
     def moved(self) -> tuple[tuple[str, str, str], ...]:
@@ -210,36 +215,48 @@ def regrade_changes(
     new rows' order (then those gone); with the entries of both results.json where known."""
     changes = []
     first: dict[str, Mapping[str, str]] = {}
+    names: dict[str, list[str]] = {}
     for row in rows:  # a group's members share one file and its points: the first row stands for all
         first.setdefault(row["file"], row)
+        names.setdefault(row["file"], []).extend([row["name"]] if row.get("name") else [])
     for row in first.values():
+        named = "; ".join(names[row["file"]])
         before = old.get(row["file"])
         if before is None:
-            changes.append(Change(row["file"], "", row["total_points_earned"], (), "new"))
+            changes.append(Change(row["file"], "", row["total_points_earned"], (), "new", names=named))
             continue
         was, now = before.get("total_points_earned", ""), row["total_points_earned"]
         if not now or not was:  # no grade on one side: not a change of a grade
             if now != was:
                 kind = NOT_GRADED if not now else GRADED_NOW
-                changes.append(Change(row["file"], was, now, (), kind))
+                changes.append(Change(row["file"], was, now, (), kind, names=named))
             continue
         moved = tuple(
             (e.label, before.get(e.label, ""), row[e.label])
             for e in exercises
-            if before.get(e.label, "") != row[e.label]
+            if not _same(before.get(e.label, ""), row[e.label])
         )
-        if moved or before.get("total_points_earned", "") != row["total_points_earned"]:
-            file = row["file"]
-            entries = _moved_entries((entries_before or {}).get(file), (entries_after or {}).get(file))
-            total = before.get("total_points_earned", "")
-            changes.append(Change(row["file"], total, row["total_points_earned"], moved, entries=entries))
+        if moved or not _same(was, now):
+            entries = _moved_entries(
+                (entries_before or {}).get(row["file"]), (entries_after or {}).get(row["file"])
+            )
+            kind = "changed" if not _same(was, now) else MOVED
+            changes.append(Change(row["file"], was, now, moved, kind, entries, named))
     new = set(first)
     changes += [
-        Change(file, row.get("total_points_earned", ""), "", (), "gone")
+        Change(file, row.get("total_points_earned", ""), "", (), "gone", names=row.get("name", ""))
         for file, row in old.items()
         if file not in new
     ]
     return changes
+
+
+def _same(before: str, after: str) -> bool:
+    """Whether two cells hold the same points ("4" and "4.0" do)."""
+    try:
+        return before == after or float(before) == float(after)
+    except ValueError:
+        return False
 
 
 def _moved_entries(
@@ -251,22 +268,24 @@ def _moved_entries(
     return tuple(
         (name, before.get(name, ""), after.get(name, ""))
         for name in names
-        if before.get(name, "") != after.get(name, "")
+        if not _same(before.get(name, ""), after.get(name, ""))
     )
 
 
 def change_text(change: Change) -> str:
-    """One line of the preview: "bob.py: 57.5 -> 60 (+2.5): 8 softmax: hidden checks 0 -> 2.5"."""
+    """One line of the preview: "bob.py (Bob B): 57.5 -> 60 (+2.5): 8 softmax: hidden checks 0 -> 2.5"."""
+    who = f"{change.file} ({change.names})" if change.names else change.file
     if change.kind == "new":
-        return f"{change.file}: new, {change.after or 'no grade yet'}"
+        return f"{who}: new, {change.after or 'no grade yet'}"
     if change.kind == "gone":
-        return f"{change.file}: gone (was {change.before or 'no grade'})"
+        return f"{who}: gone (was {change.before or 'no grade'})"
     if change.kind == NOT_GRADED:
-        return f"{change.file}: not graded yet (its grade was {change.before}; run grader batch again)"
+        return f"{who}: not graded yet (its grade was {change.before}; run grader batch again)"
     if change.kind == GRADED_NOW:
-        return f"{change.file}: graded now, {change.after} (not graded yet in the earlier grades.csv)"
+        return f"{who}: graded now, {change.after} (not graded yet in the earlier grades.csv)"
     delta = change.delta
     moved = f" ({'+' if delta > 0 else ''}{points_text(delta)})" if delta else ""
     parts = "; ".join(f"{label} {b or '-'} -> {a or '-'}" for label, b, a in change.moved)
     totals = f"{change.before or '-'} -> {change.after or '-'}"
-    return f"{change.file}: {totals}{moved}" + (f": {parts}" if parts else "")
+    totals = f"{change.after}, the same total" if change.kind == MOVED else totals
+    return f"{who}: {totals}{moved}" + (f": {parts}" if parts else "")

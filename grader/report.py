@@ -25,6 +25,7 @@ import base64
 import builtins
 import html
 import math
+import posixpath
 import re
 import statistics
 from collections import Counter
@@ -37,6 +38,7 @@ from grader.grades import Change
 from grader.intake import ESCAPED_NOTE, printable
 from grader.manifest import Exercise
 from grader.scoring import points_text
+from grader.student_page import PAGE_HTML
 
 TOP_FAILURES = 5
 HARDEST = 25  # checks listed at once; the rest folded away
@@ -286,8 +288,14 @@ def _pass_rates(analysis: Analysis, path: Path) -> Path:
     rows = list(reversed(analysis.exercises))  # the weakest at the top
     figure = Figure(figsize=(7, 0.9 + 0.32 * max(1, len(rows))), dpi=100, layout="constrained")
     axes = figure.subplots()
-    colors = ["#c44e52" if s.exercise.id in analysis.weakest else "#55a868" for s in rows]
+    colors = [WEAK_COLOR if s.exercise.id in analysis.weakest else OTHER_COLOR for s in rows]
     axes.barh([s.exercise.label for s in rows], [100 * s.pass_rate for s in rows], color=colors)
+    if analysis.weakest:  # every colour says what it means
+        from matplotlib.patches import Patch
+
+        weakest = f"the weakest {len(analysis.weakest)} (highlighted in the table)"
+        handles = [Patch(color=WEAK_COLOR, label=weakest), Patch(color=OTHER_COLOR, label="the others")]
+        figure.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small")
     axes.set_xlim(0, 100)
     axes.set_xlabel("submissions with full points (%)")
     axes.set_title("Pass rate per exercise")
@@ -298,12 +306,23 @@ def _pass_rates(analysis: Analysis, path: Path) -> Path:
 # -- the page ---------------------------------------------------------------------------------------
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; } th, td { border: 1px solid #ccc; padding: .3em .6em; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0; } th, td { border: 1px solid #ccc; padding: .3em .6em; }
 th { background: #f3f3f3; text-align: left; } td.n { text-align: right; }
+td { overflow-wrap: break-word; } small { word-break: break-all; }
 tr.weak td { background: #fde8e8; } tr.weak td:first-child { font-weight: bold; }
 ul { margin: 0; padding-left: 1.2em; } img { max-width: 100%; }
+.box { max-width: 100%; overflow: auto; margin: 1em 0; }
+.box.students { max-height: 32em; border: 1px solid #ccc; }
+.box.students td, .box.students th { white-space: nowrap; }
+.box.students th { position: sticky; top: 0; z-index: 1; box-shadow: 0 1px 0 #ccc; }
+.box.students td:first-child, .box.students th:first-child { position: sticky; left: 0; background: #fff; }
+.box.students th:first-child { background: #f3f3f3; z-index: 2; }
+.charts { display: flex; flex-wrap: wrap; gap: 1em; } .charts figure { margin: 0; flex: 1 1 22em; }
+.key { color: #555; } .swatch { display: inline-block; width: .9em; height: .9em; vertical-align: -.1em;
+  border: 1px solid #999; } .swatch.weak { background: #fde8e8; }
 """
+WEAK_COLOR, OTHER_COLOR = "#c44e52", "#55a868"  # the pass-rate chart's bars: the weakest, the others
 
 
 def report_html(
@@ -331,9 +350,12 @@ def report_html(
         f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>",
         f"<p>Note: {_e(ESCAPED_NOTE)}.</p>" if escaped else "",
         _summary(analysis),
+        _students_section(analysis, links or {}),  # the grades a TA came for, first
+        _not_scored_section(analysis),
         _changes_section(changes),
-        *(f"<h2>{_e(name)}</h2><img alt='{_e(name)}' src='{_data_uri(p)}'>" for name, p in images.items()),
+        _charts(images),
         "<h2>Exercises, weakest first</h2>",
+        _weak_key(analysis),
         _table(
             ["exercise", "points", "scored", "full points", "mean share", "most common failures"],
             [_exercise_row(s) for s in analysis.exercises],
@@ -341,13 +363,37 @@ def report_html(
         ),
         _checks_section(analysis),
         _pairs_section(pairs),
+        "</body></html>\n",
     ]
-    if analysis.not_scored:
-        rows = [[_e(file), _e(status)] for file, status in analysis.not_scored]
-        parts += ["<h2>Not scored</h2>", _table(["file", "grading status"], rows)]
-    parts.append(_students_section(analysis, links or {}))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part)
+
+
+def _charts(images: Mapping[str, Path]) -> str:
+    """The charts side by side where the page is wide enough, one above the other where it is not."""
+    if not images:
+        return ""
+    figures = "".join(
+        f"<figure><h2>{_e(name)}</h2><img alt='{_e(name)}' src='{_data_uri(path)}'></figure>"
+        for name, path in images.items()
+    )
+    return f"<div class='charts'>{figures}</div>"
+
+
+def _weak_key(analysis: Analysis) -> str:
+    """What the highlighted rows (and the chart's red bars) mean."""
+    if not analysis.weakest:
+        return ""
+    return (
+        f"<p class='key'><span class='swatch weak'></span> the weakest {len(analysis.weakest)}: the lowest "
+        "share of submissions with full points, then the lowest mean share (red in the chart above).</p>"
+    )
+
+
+def _not_scored_section(analysis: Analysis) -> str:
+    if not analysis.not_scored:
+        return ""
+    rows = [[_e(file), _e(status)] for file, status in analysis.not_scored]
+    return "<h2>Not scored</h2>" + _table(["file", "grading status"], rows)
 
 
 def _changes_section(changes: Sequence[Change]) -> str:
@@ -357,6 +403,7 @@ def _changes_section(changes: Sequence[Change]) -> str:
     rows = [
         [
             _e(c.file),
+            _e(c.names),
             _e(c.kind),
             _e(c.before),
             _e(c.after),
@@ -365,16 +412,20 @@ def _changes_section(changes: Sequence[Change]) -> str:
         ]
         for c in changes
     ]
-    header = ["file", "", "total before", "total after", "change", "what changed"]
+    header = ["file", "name", "kind", "total before", "total after", "change", "what changed"]
     return f"<h2>Regrade: {_plural(len(changes), 'grade')} changed</h2>" + _table(header, rows)
 
 
 def _students_section(analysis: Analysis, links: Mapping[str, str]) -> str:
-    """A row per submission: who, the total, each exercise's points, the status, its results.json."""
+    """A row per submission, in a box of its own that scrolls under a sticky header: who, the total,
+    the status, its page and results.json, then each exercise's points (columns headed by the exercise's
+    number: its name is in the header's tooltip and in the key below)."""
     if not analysis.students:
         return ""
     exercises = sorted((s.exercise for s in analysis.exercises), key=lambda e: e.id)
-    header = ["file", "name", "total", *(e.label for e in exercises), "grading status", "results"]
+    head = ["file", "name", "total", "grading status", "results"]
+    header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    header += "".join(f"<th title='{_e(e.label)}'>{_e(e.id)}</th>" for e in exercises)
     rows = []
     for student in analysis.students:
         scored = student.total is not None
@@ -382,10 +433,30 @@ def _students_section(analysis: Analysis, links: Mapping[str, str]) -> str:
         total = f"{_n(student.total or 0)} / {_n(student.possible or 0)}" if scored else "0"
         total = "no grade yet" if no_grade else total
         points = [_n(student.points.get(e.id, 0.0)) if scored else "" for e in exercises]
-        href = links.get(student.file)
-        link = f"<a href='{html.escape(href, quote=True)}'>results.json</a>" if href else ""
-        rows.append([_e(student.file), _e(student.names), _e(total), *points, _e(student.status), link])
-    return "<h2 id='students'>Students</h2>" + _table(header, rows)
+        cells = [
+            _e(student.file),
+            _e(student.names),
+            _e(total),
+            _e(student.status),
+            _links(links.get(student.file)),
+        ]
+        rows.append("<tr>" + "".join(_cell(c) for c in [*cells, *points]) + "</tr>")
+    key = ", ".join(_e(e.label) for e in exercises)
+    return (
+        f"<h2 id='students'>Students</h2><div class='box students'><table><tr>{header}</tr>{''.join(rows)}"
+        f"</table></div><p class='key'>Exercise columns: the points of {key}.</p>"
+    )
+
+
+def _links(results: str | None) -> str:
+    """The student's page (page.html, beside it) and the raw results.json of a submission."""
+    if not results:
+        return ""
+    page = posixpath.join(posixpath.dirname(results), PAGE_HTML)
+    return (
+        f"<a href='{html.escape(page, quote=True)}'>page</a> &middot; "
+        f"<a href='{html.escape(results, quote=True)}'>results.json</a>"
+    )
 
 
 def _pairs_section(pairs: Sequence | None) -> str:
@@ -493,7 +564,7 @@ def _table(header: list[str], rows: list[list[str]], highlight: Sequence[bool] =
         ("<tr class='weak'>" if mark else "<tr>") + "".join(_cell(c) for c in row) + "</tr>"
         for row, mark in zip(rows, marks, strict=True)
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<div class='box'><table><tr>{head}</tr>{body}</table></div>"
 
 
 def _cell(content: str) -> str:

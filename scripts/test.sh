@@ -2,13 +2,18 @@
 # Set up, then run every check of the kit: lint (Python and the Dockerfile), types (mypy over grader/),
 # the student mirror and inventory are current, the suites' verdicts (reference 100%, stubs 0 on every
 # exercise), and all tests (the kit's own, the packaging and its rehearsals, and both suites against the
-# reference), and the hostile tests once more with the audit hook not installed. With
+# reference; the TA's pages in headless Chromium, installed as root where missing), and the hostile
+# tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's suites and golden demo are checked on them too.
 # Last, as root: the grading image, built with Podman and graded in (scripts/test-image.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 py=.venv/bin/python
+if [ "$(id -u)" -eq 0 ] && ! command -v chromium >/dev/null 2>&1; then
+  echo "test: installing Debian's chromium (the TA's pages are checked in a real browser)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 "$py" -m ruff check .
 "$py" -m mypy
 .venv/bin/hadolint Dockerfile

@@ -41,6 +41,7 @@ from grader.roster import (
     scan_source,
 )
 from grader.similarity import exercise_code
+from tests.kit.browser import layout, overflowing, screenshot
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
 
@@ -255,6 +256,44 @@ def test_the_report_shows_the_item_analysis_with_embedded_charts(class_batch: di
     assert "<td>8 (visible)</td>" in page and "<td>12 (hidden)</td>" in page  # the checks, by pass rate
     assert "<title>optimization_toolkit.py: submissions, graded 20" in page
     assert "(not implemented)" in page  # the stub's failures, by kind
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_the_report_shows_the_grades_first_and_fits_the_window_in_a_browser(
+    class_batch: dict, width: int, tmp_path: Path
+) -> None:
+    """Issue 34: the Students table was last, after about 6,000 px of item analysis, and 2,598 px wide
+    (at 1400 px the page scrolled sideways; at 800 px the checks tables overflowed too)."""
+    page = class_batch["grades"].parent / "report.html"
+    laid_out = layout(page, width)
+    assert overflowing(laid_out) == []
+    headings = laid_out["headings"]
+    assert headings[0] == "Students"  # before the charts and the item analysis
+    assert headings.index("Students") < headings.index("Exercises, weakest first")
+    assert laid_out["first_header"] == "sticky"  # the students' header stays while the box scrolls
+    assert laid_out["tables"][0]["boxed"]
+    # every colour says what it means: the highlighted rows and the chart's red bars
+    assert "the weakest 2: the lowest share of submissions with full points" in laid_out["text"]
+    screenshot(page, width, tmp_path / f"report-{width}.png")
+
+
+def test_each_submission_has_the_page_its_student_sees_readable_in_a_browser(class_batch: dict) -> None:
+    """Issue 34: the report linked each results.json as raw JSON (the student's page one escaped
+    string); each has a page.html now, the markdown rendered and every entry with its score."""
+    report = (class_batch["grades"].parent / "report.html").read_text(encoding="utf-8")
+    for name in ("ada.py", "broken"):
+        page = class_batch["results"] / name / "page.html"
+        assert f"href='grades-results/{name}/page.html'" in report
+        document = json.loads((class_batch["results"] / name / "results.json").read_text())
+        laid_out = layout(page, 800)
+        assert overflowing(laid_out) == []
+        text = laid_out["text"]
+        assert "**" not in text and "| exercise |" not in text  # markdown rendered, not shown as source
+        for test in document["tests"]:
+            assert test["name"] in text
+        assert "seen once grades are published" in text and "seen at once" in text
+    broken = (class_batch["results"] / "broken" / "page.html").read_text(encoding="utf-8")
+    assert "<table>" in broken and "<strong>" in broken
 
 
 def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from grader.manifest import Exercise
 from grader.report import item_analysis, report_html
 from grader.roster import Entry, Submitter
 from grader.similarity import Pair, write_similarity
+from grader.student_page import student_page_html
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
 
@@ -250,7 +251,26 @@ def test_a_group_submission_is_one_row_per_member_with_the_same_points() -> None
     assert [r["name"] for r in grade_rows(alone, [exercise])] == [""]  # no names known: one row
     old = {"submission_102": dict(found[0], total_points_earned="2", **{"8 softmax": "2"})}
     changes = regrade_changes(old, found, [exercise])  # one change per submission, not per member
-    assert [change_text(c) for c in changes] == ["submission_102: 2 -> 2.5 (+0.5): 8 softmax 2 -> 2.5"]
+    assert [change_text(c) for c in changes] == [
+        "submission_102 (Ben Bit; Cy D'Arc): 2 -> 2.5 (+0.5): 8 softmax 2 -> 2.5"
+    ]
+
+
+def test_a_preview_counts_only_totals_that_change_as_numbers() -> None:
+    """Issue 34: the preview listed `100 -> 100` rows among "9 grades change": points moved between
+    exercises are listed apart, and "4" and "4.0" are the same points."""
+    exercises = [
+        Exercise(i, name, "p", (name,), 5, "visible", "property") for i, name in ((8, "a"), (9, "b"))
+    ]
+    row = {"file": "f.py", "name": "Ann", "8 a": "5", "9 b": "5", "total_points_earned": "10"}
+    old = {"f.py": row, "g.py": {**row, "file": "g.py"}}
+    new = [
+        {**row, "8 a": "4", "9 b": "6"},
+        {**row, "file": "g.py", "8 a": "5.0", "total_points_earned": "10.0"},
+    ]
+    changes = regrade_changes(old, new, exercises)
+    assert [(c.kind, c.counts) for c in changes] == [("points moved", False)]  # g.py: no change at all
+    assert change_text(changes[0]) == "f.py (Ann): 10, the same total: 8 a 5 -> 4; 9 b 5 -> 6"
 
 
 # -- the checkout's modes -------------------------------------------------------------------------------
@@ -403,10 +423,30 @@ def test_the_report_has_a_row_per_student_with_a_link_to_each_results_json() -> 
     links = {o.entry.file: f"grades-results/{o.entry.file}/results.json" for o in outcomes}
     page = report_html(analysis, {}, "t", links=links)
     table = page[page.index("<h2 id='students'>") :]
-    assert "<th>file</th><th>name</th><th>total</th><th>8 softmax</th>" in table
-    assert "<td>s01.py</td><td>Student s01</td><td>7.33 / 10</td><td class='n'>7.33</td>" in table
+    head = "<th>file</th><th>name</th><th>total</th><th>grading status</th><th>results</th>"
+    assert head + "<th title='8 softmax'>8</th>" in table  # the exercise's name in its tooltip and the key
+    assert "Exercise columns: the points of 8 softmax." in table
+    assert "<td>s01.py</td><td>Student s01</td><td>7.33 / 10</td><td>completed</td>" in table
+    assert "<td class='n'>7.33</td></tr>" in table
+    assert "<a href='grades-results/s01.py/page.html'>page</a>" in table
     assert "<a href='grades-results/s01.py/results.json'>results.json</a>" in table
-    assert "<td>late.py</td><td></td><td>no grade yet</td><td></td>" in table
+    assert "<td>late.py</td><td></td><td>no grade yet</td><td>interrupted: not reached</td><td></td>" in table
+
+
+def test_a_students_page_renders_markdown_but_no_html_link_or_image_a_submission_wrote() -> None:
+    output = "**Visible checks: 1 / 2**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    printed = "<script>alert(1)</script> ![x](http://example.com/x.png) [y](javascript:alert(1)) \x1b[2J"
+    document = {
+        "score": 1,
+        "output": output + printed,
+        "output_format": "md",
+        "tests": [{"name": "<b>8</b>", "score": 1, "max_score": 2, "status": "failed", "output": printed}],
+    }
+    page = student_page_html(document, "a.py")
+    assert "<strong>Visible checks: 1 / 2</strong>" in page and "<td>1</td>" in page
+    assert "<script>alert" not in page and "<img" not in page and "<a " not in page
+    assert "&lt;b&gt;8&lt;/b&gt;" in page and "\\x1b[2J" in page  # names escaped, escapes shown
+    assert "1 / 2 <span class='seen'>(failed; seen at once)</span>" in page
 
 
 def test_similarity_columns_share_the_width_whatever_the_longest_line(tmp_path: Path) -> None:
