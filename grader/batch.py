@@ -359,6 +359,9 @@ def _rescore(
         if status == COMPLETED:  # an ungraded one's results.json says the same under any points
             keep(folder / RESULTS, folder / HISTORY, move=True)
             write_results(document, folder / RESULTS)
+            score = f"{points_text(document.get('score', 0))} / {points_text(_possible(document))}"
+            again = "scored again from its kept results.json (points changed, nothing ran)"
+            _log(folder, f"{again}: score {score}, in {folder / RESULTS}")
         _write_json(folder / BATCH_RECORD, {**record, "key": key, "rescored": True})
     except OSError:
         return None  # graded again, and recorded as any grading is
@@ -639,6 +642,7 @@ def record_grading(entry: Entry, key: str, folder: Path, graded: Graded, options
         _keep_previous(folder)
         write_results(document, folder / RESULTS)
         _write_json(folder / BATCH_RECORD, {**record, "file": entry.file})
+        _log(folder, f"results.json written to {folder / RESULTS} ({status})")
     except OSError as error:
         with contextlib.suppress(OSError):  # no record: a later run grades it again
             (folder / BATCH_RECORD).unlink(missing_ok=True)
@@ -683,6 +687,17 @@ def _keep_previous(folder: Path) -> None:
 def previous_results(folder: Path) -> Path | None:
     """The results.json a regrade in `folder` replaced last (the newest in its history), or None."""
     return newest(folder / HISTORY, Path(RESULTS).stem, Path(RESULTS).suffix)
+
+
+def _possible(document: dict) -> float:
+    return float(document.get("extra_data", {}).get("points_possible") or 0)
+
+
+def _log(folder: Path, line: str) -> None:
+    """A line of the batch's own at the end of grade.log, so the log ends on what is true now (the
+    grading's last line names its private copy, removed since; a rescore changes the score)."""
+    with contextlib.suppress(OSError), open(folder / GRADE_LOG, "a", encoding="utf-8") as log:
+        log.write(f"grader batch: {line}\n")
 
 
 def _record_attempts(folder: Path, attempts: int) -> None:

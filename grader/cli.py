@@ -106,18 +106,23 @@ _SHARE = number(float, 0, 1, above=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser; each subcommand sets `run(args, root) -> exit code`."""
+    """The parser; each subcommand sets `run(args, root) -> exit code`. Every option's help says its
+    default."""
+    from grader.sandbox import Limits  # the per-call bound's default, said once
+
     # --root is accepted before or after the subcommand
     root_option = _Parser(add_help=False)
     root_option.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=_ROOT_HELP)
     # grade and batch: the same per-call limit and choice of exercises
     grading_options = _Parser(add_help=False)
     grading_options.add_argument(
-        "--call-timeout", type=_CALL_SECONDS, default=None, metavar="S", help="seconds per call"
-    )
+        "--call-timeout", type=_CALL_SECONDS, default=None, metavar="S",
+        help=f"seconds of CPU per call into the submission (default {Limits.call_seconds:g})",
+    )  # fmt: skip
     grading_options.add_argument(
-        "--exercise", type=_EXERCISE, action="append", metavar="N", help="grade only exercise N (repeatable)"
-    )
+        "--exercise", type=_EXERCISE, action="append", metavar="N",
+        help="grade only exercise N (repeatable; default: every exercise)",
+    )  # fmt: skip
     parser = _Parser(prog=PROG, description="Build, check and grade the optimization lab.")
     parser.add_argument("--root", type=Path, default=None, help=_ROOT_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -136,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help=summary, description=summary, parents=[root_option]
     )
     validate_command.add_argument(
-        "--exercise", type=_EXERCISE, action="append", metavar="N", help="check only exercise N (repeatable)"
-    )
+        "--exercise", type=_EXERCISE, action="append", metavar="N",
+        help="check only exercise N (repeatable; default: every exercise)",
+    )  # fmt: skip
     validate_command.add_argument(
         "--no-trivial", action="store_true", help="skip the trivial-answer check (grader.trivial)"
     )
@@ -147,7 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade_command = commands.add_parser(
         "grade", help=summary, description=summary, parents=[root_option, grading_options]
     )
-    grade_command.add_argument("submission", type=Path, metavar="SUBMISSION")
+    grade_command.add_argument(
+        "submission",
+        type=Path,
+        metavar="SUBMISSION",
+        help="a .py file, a folder or a .zip holding the module",
+    )
     grade_command.add_argument(
         "-o", "--output", type=Path, default=None, metavar="RESULTS",
         help="where to write results.json (default: beside the submission, NAME.results.json)",
@@ -165,16 +176,23 @@ def build_parser() -> argparse.ArgumentParser:
     batch_command = commands.add_parser(
         "batch", help=summary, description=summary, parents=[root_option, grading_options]
     )
-    batch_command.add_argument("source", type=Path, metavar="SOURCE")
+    batch_command.add_argument(
+        "source", type=Path, metavar="SOURCE",
+        help="a folder of submissions (a file or folder each) or Gradescope's Export Submissions zip",
+    )  # fmt: skip
     where = batch_command.add_mutually_exclusive_group()
     where.add_argument(
         "-j", "--jobs", type=_JOBS, default=None, metavar="N", help="submissions at once (default: CPUs)"
     )
     where.add_argument(
         "--cluster", default=None, metavar="ADDRESS",
-        help="grade on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; needs .[cluster])",
+        help="grade on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT; needs .[cluster]; "
+        "default: this machine)",
     )  # fmt: skip
-    batch_command.add_argument("-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES")
+    batch_command.add_argument(
+        "-o", "--output", type=Path, default=Path("grades.csv"), metavar="GRADES",
+        help="where to write grades.csv; the report and GRADES-results/ go beside it (default grades.csv)",
+    )  # fmt: skip
     batch_command.add_argument("--force", action="store_true", help="grade again what is already graded")
     batch_command.add_argument(
         "--dry-run", action="store_true",
@@ -197,10 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     similarity_command = commands.add_parser(
         "similarity", help=summary, description=summary, parents=[root_option]
     )
-    similarity_command.add_argument("source", type=Path, metavar="SOURCE")
     similarity_command.add_argument(
-        "-o", "--output", type=Path, default=Path("similarity.html"), metavar="HTML"
+        "source", type=Path, metavar="SOURCE", help="a folder of submissions or Gradescope's export zip"
     )
+    similarity_command.add_argument(
+        "-o", "--output", type=Path, default=Path("similarity.html"), metavar="HTML",
+        help="where to write the page (default similarity.html)",
+    )  # fmt: skip
     similarity_command.add_argument(
         "--threshold", type=_SHARE, default=0.5, metavar="SHARE",
         help="list pairs where one shares at least this share of its exercise code (default 0.5)",
@@ -209,7 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = "write dist/autograder.zip (Gradescope, otter run, otter grade) and dist/student-handout.zip"
     package_command = commands.add_parser("package", help=summary, description=summary, parents=[root_option])
-    package_command.add_argument("-o", "--output", type=Path, default=Path("dist"), metavar="DIST")
+    package_command.add_argument(
+        "-o", "--output", type=Path, default=Path("dist"), metavar="DIST",
+        help="the folder for autograder.zip and student-handout.zip (default dist)",
+    )  # fmt: skip
     package_command.set_defaults(run=_run_package)
     return parser
 

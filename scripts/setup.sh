@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 python=${1:-$(scripts/python.sh)}
 venv=${VENV:-.venv}
 if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: making $venv with $python"
   "$python" -m venv "$venv"
 fi
+echo "setup: installing the kit and its pinned packages (.[${EXTRAS:-dev}]) into $venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[${EXTRAS:-dev}]"
 scripts/setup-worker.sh "$venv/bin/python"

@@ -225,6 +225,15 @@ def test_a_hang_costs_its_own_bound_and_leaves_no_process(class_batch: dict) -> 
     assert left_running(class_batch["source"] / "spin.py") == []
 
 
+def test_each_grade_log_ends_on_where_its_results_json_is(class_batch: dict) -> None:
+    """Issue 34: grade.log ended naming the grading's private copy of results.json, removed since."""
+    for name in ("ada.py", "spin.py"):
+        folder = class_batch["results"] / name
+        last = (folder / "grade.log").read_text(encoding="utf-8").splitlines()[-1]
+        status = "completed" if name == "ada.py" else "timed out"
+        assert last == f"grader batch: results.json written to {folder / 'results.json'} ({status})"
+
+
 def test_every_submission_keeps_a_valid_results_json(class_batch: dict) -> None:
     folders = sorted(p.name for p in class_batch["results"].iterdir())
     assert folders == GRADED

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -206,6 +207,11 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
     assert failed and {c["kind"] for c in failed} == {"not implemented"}  # the checks' data, as it was
     assert "NotImplementedError" in cy["tests"][0]["output"]  # and the failure text
     assert len(list((results.parent / "history").glob("results.*.json"))) == 1
+    log = (results.parent / "grade.log").read_text(encoding="utf-8").splitlines()
+    assert log[-1] == (  # the log ends on the score as it is now, not the grading's 7 (issue 34)
+        "grader batch: scored again from its kept results.json (points changed, nothing ran): "
+        f"score 11 / 11, in {results}"
+    )
 
     code, out, _ = batch(kit_copy, *args)  # re-scored once: kept from then on
     assert code == 0 and "0 graded now, 4 kept from an earlier run" in out
@@ -253,6 +259,23 @@ def test_a_group_submission_is_one_row_per_member_with_the_same_points() -> None
     changes = regrade_changes(old, found, [exercise])  # one change per submission, not per member
     assert [change_text(c) for c in changes] == [
         "submission_102 (Ben Bit; Cy D'Arc): 2 -> 2.5 (+0.5): 8 softmax 2 -> 2.5"
+    ]
+
+
+def test_grade_examples_says_what_it_does_before_the_set_up(tmp_path: Path) -> None:
+    """Issue 34: a first run was 102 s of silence (the set-up's output went to /dev/null)."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy2(KIT / "scripts" / "grade-examples.sh", tmp_path / "scripts")
+    setup = tmp_path / "scripts" / "setup.sh"
+    setup.write_text("#!/bin/sh\necho 'setup: installing'\nexit 7\n")  # stops the script here
+    setup.chmod(0o755)
+    done = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "grade-examples.sh")], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 7
+    assert done.stdout.splitlines() == [
+        "grade-examples: setting up .venv (the first run installs the pinned packages: about 2 minutes)",
+        "setup: installing",
     ]
 
 

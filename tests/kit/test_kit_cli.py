@@ -113,3 +113,22 @@ def test_grade_says_where_it_wrote_and_how_to_write_elsewhere_when_it_cannot(tmp
     monkeypatch.setattr(grader.cli, "results_beside", lambda submission: unwritable)
     code, out, err = run("--root", str(KIT), "grade", str(submission), "--exercise", "8")
     assert code == 3 and "(give -o PATH to write results.json elsewhere)" in err
+
+
+def test_every_argument_of_every_command_says_what_it_is_and_its_default() -> None:
+    """Issue 34: `grader batch --help` showed `-o` with no help and no default."""
+    import argparse
+
+    parser = grader.cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = []
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            said = action.help or ""
+            flag = isinstance(action, argparse._StoreTrueAction)
+            positional = not action.option_strings
+            if not said or not (flag or positional or "default" in said):
+                silent.append(f"{name} {action.option_strings or action.dest}: {said!r}")
+    assert silent == []
