@@ -359,9 +359,9 @@ def _rescore(
         if status == COMPLETED:  # an ungraded one's results.json says the same under any points
             keep(folder / RESULTS, folder / HISTORY, move=True)
             write_results(document, folder / RESULTS)
-            score = f"{points_text(document.get('score', 0))} / {points_text(_possible(document))}"
+            now = f"{points_text(document.get('score', 0))} / {points_text(_possible(document))}"
             again = "scored again from its kept results.json (points changed, nothing ran)"
-            _log(folder, f"{again}: score {score}, in {folder / RESULTS}")
+            _log(folder, f"{again}: score {now}, in {folder / RESULTS}")
         _write_json(folder / BATCH_RECORD, {**record, "key": key, "rescored": True})
     except OSError:
         return None  # graded again, and recorded as any grading is
