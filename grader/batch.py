@@ -360,8 +360,8 @@ def _rescore(
             keep(folder / RESULTS, folder / HISTORY, move=True)
             write_results(document, folder / RESULTS)
             now = f"{points_text(document.get('score', 0))} / {points_text(_possible(document))}"
-            again = "scored again from its kept results.json (points changed, nothing ran)"
-            _log(folder, f"{again}: score {now}, in {folder / RESULTS}")
+            how = "scored again from its kept results.json (points changed, nothing ran)"
+            _log(folder, f"{how}: score {now}, in {folder / RESULTS}")
         _write_json(folder / BATCH_RECORD, {**record, "key": key, "rescored": True})
     except OSError:
         return None  # graded again, and recorded as any grading is
