@@ -7,9 +7,11 @@ another runtime, and MOSS itself, a web service that would send students' code o
 
 Only the exercise functions of each submission are compared (as intake reads the module, salvaged where
 it does not compile), and the stub's exercise functions are boilerplate: the docstrings and scaffolding
-every student starts from do not count. A pair is listed when the code one of them shares with the other
-is at least `threshold` of its own exercise code; `similarity.html` shows each such pair side by side,
-the shared code highlighted. Names and code reach the page through grader.intake.printable: a control
+every student starts from do not count, and docstrings and the stub's comments are left out of what is
+compared and shown (the stub's docstrings were highlighted as shared code). A pair is listed when the code
+one of them shares with the other is at least `threshold` of its own exercise code; `similarity.html`
+shows each such pair side by side, the shared spans highlighted with a little context and the rest
+folded away. Names and code reach the page through grader.intake.printable: a control
 character or bidi override in a submission's code (Trojan Source) is shown escaped, not obeyed.
 """
 
@@ -69,6 +71,47 @@ def exercise_code(source: str, functions: Sequence[str]) -> str:
     return "\n".join(kept)
 
 
+def without_stub_text(code: str, scaffolding: frozenset[str]) -> str:
+    """`code` without its docstrings and without the comment lines the stub has too: text every student
+    starts from, which a match must not highlight as shared (the stub's docstrings were marked as copied
+    code in every pair)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    lines = code.splitlines(keepends=True)
+    dropped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and _is_docstring(body[0]) and _alone(body[0], lines):
+            dropped.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    return "".join(
+        line
+        for number, line in enumerate(lines, 1)
+        if number not in dropped and not (line.strip().startswith("#") and line.strip() in scaffolding)
+    )
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _alone(node: ast.stmt, lines: list[str]) -> bool:
+    """Whether nothing but `node` stands on its lines (a docstring can share a line with code)."""
+    end = node.end_lineno or node.lineno
+    before = lines[node.lineno - 1][: node.col_offset]
+    after = lines[end - 1][node.end_col_offset :] if node.end_col_offset is not None else ""
+    return not before.strip() and not after.strip()
+
+
+def _stub_lines(stub_code: str) -> frozenset[str]:
+    return frozenset(line.strip() for line in stub_code.splitlines() if line.strip())
+
+
 def compare(
     entries: Sequence[Entry], manifest: Manifest, stub: str, threshold: float = THRESHOLD
 ) -> tuple[list[Pair], list[str]]:
@@ -87,13 +130,16 @@ def compare(
         )
 
     functions = manifest.functions
-    boilerplate = list(fingerprint(exercise_code(stub, functions)).hashes) if stub else []
+    stub_code = exercise_code(stub, functions) if stub else ""
+    scaffolding = _stub_lines(stub_code)
+    boilerplate = list(fingerprint(without_stub_text(stub_code, scaffolding)).hashes) if stub else []
     prints, left_out = {}, []
     for entry in entries:
         try:
             code = exercise_code(read_submission(entry.path, manifest.module).source, functions)
         except KitError:  # no module (IntakeError), or none could be compiled here: not compared
             code = ""
+        code = without_stub_text(code, scaffolding)
         if code.strip():
             prints[entry.file] = fingerprint(code, boilerplate)
         else:
@@ -139,7 +185,7 @@ def write_similarity(path: Path, pairs: Sequence[Pair], left_out: Sequence[str],
             f"{100 * pair.shares[0]:.0f}% / {100 * pair.shares[1]:.0f}% ({pair.tokens} tokens in common)</h2>"
             "<div class='pair'>"
             + "".join(
-                f"<div><h3>{e(name)}</h3><pre>{view}</pre></div>"
+                f"<div><h3>{e(name)}</h3>{folded(view)}</div>"
                 for name, view in zip((pair.first, pair.second), shown, strict=True)
             )  # fmt: skip
             + "</div>"
@@ -149,6 +195,32 @@ def write_similarity(path: Path, pairs: Sequence[Pair], left_out: Sequence[str],
     parts.append("</body></html>\n")
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
+
+
+CONTEXT_LINES = 2  # lines shown around each shared span; longer runs of unshared code are folded
+
+
+def folded(view: str, context: int = CONTEXT_LINES) -> str:
+    """A highlighted view as preformatted blocks: the shared spans (the lines a <mark> touches) with
+    `context` lines around them, and each longer run of code the pair does not share folded away. A
+    folded run never holds a mark, so every block's HTML is whole."""
+    lines = view.split("\n")
+    shared, inside = [], False
+    for line in lines:
+        shared.append(inside or "<mark>" in line or "</mark>" in line)
+        opened, closed = line.rfind("<mark>"), line.rfind("</mark>")
+        inside = opened > closed if max(opened, closed) >= 0 else inside
+    near = [any(shared[max(0, i - context) : i + context + 1]) for i in range(len(lines))]
+    blocks = []
+    for shown, run in itertools.groupby(zip(near, lines, strict=True), key=lambda pair: pair[0]):
+        text = "\n".join(line for _, line in run)
+        count = text.count("\n") + 1
+        blocks.append(
+            f"<pre>{text}</pre>"
+            if shown or count <= 2 * context
+            else f"<details><summary>{count} lines not shared</summary><pre>{text}</pre></details>"
+        )
+    return "".join(blocks)
 
 
 # Two columns that share the page's width whatever the code's longest line: a grid track of "1fr" is at

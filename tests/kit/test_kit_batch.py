@@ -688,6 +688,35 @@ def test_similarity_finds_a_copy_but_not_the_stub_everyone_starts_from(tmp_path:
     assert page.count("<h2 id='pair-") == 1 and "<mark>" in page and "never part of a grade" in page
 
 
+def test_similarity_folds_what_a_pair_does_not_share_and_never_marks_the_stubs_text(tmp_path: Path) -> None:
+    """Issue 34: similarity.html was 16,000 px for 3 pairs, the stub's docstrings marked as shared code."""
+    pytest.importorskip("copydetect")
+    import ast as syntax
+
+    tree = syntax.parse(REFERENCE)
+    copied = ("reinforce_grad", "group_advantages", "ppo_grad", "grpo_grad")
+    taken = [
+        syntax.get_source_segment(REFERENCE, node)
+        for node in tree.body
+        if isinstance(node, syntax.FunctionDef) and node.name in copied
+    ]
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    (source / "few.py").write_text(STUB + "\n\n" + "\n\n".join(map(str, taken)) + "\n", encoding="utf-8")
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
+    assert code == 0
+    page = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    assert page.count("<h2 id='pair-") == 1
+    marked = " ".join(re.findall(r"<mark>(.*?)</mark>", page, re.S))
+    assert "reinforce_grad(policy, batch" in marked and "grpo_grad(" in marked
+    assert "&#34;&#34;&#34;" not in marked and '"""' not in marked  # no docstring: the stub's text
+    ada = page[page.index("<h3>ada.py</h3>") : page.index("<h3>few.py</h3>")]
+    assert re.search(r"<details><summary>\d+ lines not shared</summary><pre>", ada)  # the rest, folded
+    assert "def softmax(" in ada and "def softmax(" not in marked
+
+
 def test_exercise_code_is_only_the_exercise_functions() -> None:
     code = exercise_code(
         "import os\n\n@dec\ndef softmax(x):\n    return x\n\n\ndef given():\n    pass\n", ["softmax"]
