@@ -8,9 +8,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.errors import KitError
 from grader.inventory import INVENTORY, collect_inventory
-from grader.layout import MANIFEST, POINTS_DOC, REFERENCE, STUDENT
-from grader.manifest import load_manifest
+from grader.layout import MANIFEST, POINTS_DOC, PROMISES, REFERENCE, STUDENT
+from grader.manifest import Manifest, load_manifest
 from grader.points_doc import points_doc
 from grader.reference import read_reference
 from grader.stubs import stub_module
@@ -32,8 +33,40 @@ def generated_files(root: Path) -> dict[Path, str]:
     files = {STUDENT: stub_module(reference.source, manifest, reference.path)}
     if (root / "tests").is_dir():
         files[INVENTORY] = collect_inventory(root)
-        files[POINTS_DOC] = points_doc(manifest, json.loads(files[INVENTORY]))
+        inventory = json.loads(files[INVENTORY])
+        _every_exercise_tested(manifest, inventory)
+        files[POINTS_DOC] = points_doc(manifest, inventory)
     return files
+
+
+class UntestedExercise(KitError):
+    """An exercise of the manifest that no suite test checks yet: the instructor's next step is its tests."""
+
+
+def _every_exercise_tested(manifest: Manifest, inventory: dict) -> None:
+    """UntestedExercise, naming the next step, for the first exercise no suite test is marked with (an
+    exercise just added to the manifest: its points could not be split, and its stub would score 0)."""
+    tested = {test["exercise"] for test in inventory["tests"]}
+    promised = {promise["exercise"] for promise in inventory.get("promises", {}).values()}
+    for exercise in manifest.exercises:
+        if exercise.id in tested:
+            continue
+        n = f"{exercise.id:02d}"
+        tests = (
+            f"tests/visible/test_ex{n}_*.py and tests/hidden/test_ex{n}_*.py, each test marked "
+            f"@pytest.mark.exercise({exercise.id})"
+        )
+        if exercise.id in promised:
+            step = f'write {tests} (README, "Adding an exercise", step 4)'
+        else:
+            promises = f"{PROMISES.as_posix()}/ex{n}.toml"
+            step = (
+                f'list its docstring\'s promises in {promises} (README, "Adding an exercise", step 3), '
+                f"then its tests in {tests} (step 4)"
+            )
+        raise UntestedExercise(
+            f"exercise {exercise.label} has no tests yet: {step}, then run grader build again"
+        )
 
 
 def build(root: Path, check: bool = False) -> BuildReport:

@@ -106,6 +106,7 @@ def parse_manifest(text: str, reference: Reference, shown_as: str = MANIFEST.as_
         raise where.error(where.top_line("exercise"), "no exercises")
     exercises = tuple(_exercise(entry, index, defaults, where) for index, entry in enumerate(entries))
     _check_functions(exercises, reference, where)
+    _check_parts(exercises, where)
     return Manifest(defaults["module"], exercises)
 
 
@@ -307,6 +308,24 @@ def _exercise(
         hidden_output=table.choice("hidden_output", HIDDEN_OUTPUTS, defaults["hidden_output"]),
         visible_points=visible_points,
     )
+
+
+def _check_parts(exercises: tuple[Exercise, ...], where: _ManifestText) -> None:
+    """A part is written the same way by every exercise in it: its number ("3." of "3. weight
+    optimization") names one title (a part spelt anew split the students' tags and the report)."""
+    first: dict[str, Exercise] = {}
+    for index, exercise in enumerate(exercises):
+        number = exercise.part.split(maxsplit=1)[0]
+        if not number.rstrip(".").isdigit():
+            continue
+        earlier = first.setdefault(number, exercise)
+        if earlier.part != exercise.part:
+            problem = (
+                f"[[exercise]] entry {index + 1}: part {exercise.part!r} has the number of exercise "
+                f"{earlier.id}'s part {earlier.part!r}: write that part the same way, or give a new part "
+                "a number of its own"
+            )
+            raise where.error(where.key_line("exercise", index, "part"), problem)
 
 
 def _check_functions(exercises: tuple[Exercise, ...], reference: Reference, where: _ManifestText) -> None:

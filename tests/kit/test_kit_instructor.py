@@ -8,7 +8,11 @@ The small kit here is a real kit tree: the grader package, a manifest, a referen
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
+import subprocess
+import sys
 import textwrap
 import zipfile
 from pathlib import Path
@@ -219,4 +223,80 @@ def test_package_says_whether_the_zip_must_be_uploaded_again(
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"grader: {dist / AUTOGRADER_ZIP} changed (grader/exercises.toml with it): upload it to "
         "Gradescope again (the assignment grades with the zip uploaded last)"
+    )
+
+
+# -- README's "Adding an exercise", step by step, on a copy of this kit (issue 34) -----------------------
+
+
+def readme_blocks() -> list[str]:
+    """The indented code blocks of README's "Adding an exercise, end to end", in order."""
+    text = (KIT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Adding an exercise") : text.index("**When to upload again.**")]
+    blocks, current = [], []
+    for line in section.splitlines():
+        if line.startswith("       ") or (current and not line.strip()):
+            current.append(line[7:])
+        elif current:
+            blocks.append(textwrap.dedent("\n".join(current)).strip() + "\n")
+            current = []
+    return blocks
+
+
+def kit_command(root: Path, *args: str, capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    code = main(["--root", str(root), *args])
+    said = capsys.readouterr()
+    return code, said.out + said.err
+
+
+def test_readmes_new_exercise_builds_validates_and_lints_and_each_step_names_the_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """After README's steps 1-3, `grader build` crashed (IndexError in scoring), the example's `part`
+    differed from the manifest's and was taken silently, and its test failed the kit's own lint."""
+    reference, manifest, promises, test = readme_blocks()
+    root = tmp_path / "kit"
+    for part in ("grader", "solutions", "student", "tests"):
+        shutil.copytree(KIT / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "kit"))
+    shutil.copy2(KIT / "pyproject.toml", root)
+    with open(root / "solutions" / "optimization_toolkit.py", "a", encoding="utf-8") as lab:
+        lab.write("\n\n" + reference)
+    with open(root / "grader" / "exercises.toml", "a", encoding="utf-8") as exercises:
+        exercises.write("\n" + manifest)
+    code, said = kit_command(root, "build", capsys=capsys)
+    assert code == 2 and said.count("\n") == 1 and "tests/promises/ex21.toml (README" in said, said
+    (root / "tests" / "promises" / "ex21.toml").write_text(promises, encoding="utf-8")
+    code, said = kit_command(root, "build", capsys=capsys)
+    assert code == 2 and said.count("\n") == 1 and "write tests/visible/test_ex21_*.py" in said, said
+    assert "step 4" in said
+    for suite in ("visible", "hidden"):
+        (root / "tests" / suite / "test_ex21_clip.py").write_text(test, encoding="utf-8")
+    linted = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--config", str(KIT / "pyproject.toml"), "tests/visible"],
+        cwd=root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert linted.returncode == 0, linted.stdout
+    assert kit_command(root, "build", capsys=capsys)[0] == 0
+    code, said = kit_command(root, "validate", "--exercise", "21", capsys=capsys)
+    assert code == 0, said
+    assert "21 reward clipping" in said and "1 of 1 exercises ok" in said
+
+
+def test_a_part_spelt_anew_under_an_existing_number_is_one_line(tmp_path: Path) -> None:
+    manifest = (
+        MANIFEST + '\n[[exercise]]\nid = 2\ntitle = "t"\npart = "1. integers"\nfunctions = ["triple"]\n'
+    )
+    manifest = manifest.replace('functions = ["double", "triple"]', 'functions = ["double"]')
+    root = tmp_path / "kit"
+    shutil.copytree(KIT / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "solutions").mkdir()
+    (root / "solutions" / "optimization_toolkit.py").write_text(REFERENCE, encoding="utf-8")
+    (root / "grader" / "exercises.toml").write_text(manifest + "points = 1\n", encoding="utf-8")
+    with contextlib.redirect_stderr(io.StringIO()) as said:
+        code = main(["--root", str(root), "build"])
+    assert code == 2
+    assert said.getvalue() == (
+        "grader: error: grader/exercises.toml:16: [[exercise]] entry 2: part '1. integers' has the number "
+        "of exercise 1's part '1. numbers': write that part the same way, or give a new part a number of "
+        "its own\n"
     )
