@@ -128,9 +128,17 @@ From another folder, name this one and give the file with `=`:
 
 Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
 passed, the points they earn (as the grader scores them: see "How you are graded"), how many hidden
-checks it has, and its state: not started, failing, passing, timed out, syntax error, or not imported.
-A test whose function still raises the stub's `NotImplementedError` shows as `N` (not started), with
-no traceback. What your function printed during a failing test is shown under that test.
+checks it has, and its state: not started, failing, passing, waiting, timed out, syntax error, or not
+imported. A test whose function still raises the stub's `NotImplementedError` shows as `N` (not
+started), with no traceback. What your function printed during a failing test is shown under that test.
+
+Some functions call another exercise's (`add_score` calls `softmax`). The grader checks each exercise
+with correct versions of the other exercises' functions, so one mistake costs points once; this folder
+has no correct versions to use. So where an exercise's checks fail on another exercise's stub, or on
+functions of an exercise that fails here, its row says `waiting on softmax() (exercise 8: not started)`
+and its tests show as `W`: finish or fix that exercise first. The letters: `N` not started, `W`
+waiting on another exercise, `T` not called (its exercise timed out earlier), `I` not imported, `C`
+syntax error (could not compile); the run lists those it used under the verdict.
 
 The tests import your module and call your functions in a separate process, with a time limit for the
 import and per call, exactly as the grader will (on Windows too, where that process has no sandbox:

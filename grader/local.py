@@ -27,9 +27,11 @@ EXERCISES_FILE = Path("tests/exercises.json")  # in the handout: what the verdic
 NOT_STARTED, FAILING, PASSING, TIMED_OUT = "not started", "failing", "passing", "timed out"
 NOT_CALLED = "not called"  # a test of an exercise that timed out earlier in the run: failed at once
 NOT_IMPORTED = "not imported"  # the module never imported (a top-level error or endless loop)
+WAITING = "waiting"  # failed on the stub of a function of another exercise, which this one calls
 SYNTAX_ERROR = "syntax error"  # the exercise's function could not be graded: intake found a syntax error
 SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
+_STUB = re.compile(r"exercise (\d+) \(.*?\): implement (\w+)")  # a stub's NotImplementedError message
 _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
 # grader.worker's words for a function intake dropped: "f() could not be graded: it has a syntax error"
 _SYNTAX_ERROR = re.compile(r"(\w+)\(\) could not be graded: it has a syntax error \((line \d+)")
@@ -59,6 +61,9 @@ class ExerciseInfo:
     visible_points: float = 0.0  # the visible entry's points, as grader.scoring splits the exercise's
     promises: tuple[VisiblePromise, ...] = ()  # the promises the visible checks name
     unmarked: int = 0  # visible checks that name no promise (each a promise of its own)
+    # (function, its exercise) of other exercises that this one's reference calls: grading answers those
+    # calls with the reference, so this exercise is graded as if they were right; a local run cannot
+    needs: tuple[tuple[str, int], ...] = ()
 
 
 def exercises_data(manifest, inventory: dict) -> list[dict]:
@@ -72,8 +77,16 @@ def exercises_data(manifest, inventory: dict) -> list[dict]:
             mine = named.setdefault(test["exercise"], {})
             mine[test.get("promise", "")] = mine.get(test.get("promise", ""), 0) + 1
     promises = inventory.get("promises", {})
+    answers = inventory.get("contract", {}).get("answers", {})
+    exercise_of = {name: e.id for e in manifest.exercises for name in e.functions}
     out = []
     for e in manifest.exercises:
+        needs = {
+            (callee, exercise_of[callee])
+            for name in e.functions
+            for callee in answers.get(name, ())
+            if exercise_of.get(callee, e.id) != e.id
+        }
         visible, hidden = counts.get((e.id, "visible"), 0), counts.get((e.id, "hidden"), 0)
         maxima = split_points(e, [n for n in (visible, hidden) if n])
         mine = named.get(e.id, {})
@@ -91,6 +104,7 @@ def exercises_data(manifest, inventory: dict) -> list[dict]:
                 if name
             ],
             "unmarked": mine.get("", 0),
+            "needs": [list(need) for need in sorted(needs, key=lambda n: (n[1], n[0]))],
         })  # fmt: skip
     return out
 
@@ -106,8 +120,15 @@ def load_exercises(root: Path) -> list[ExerciseInfo]:
     for d in data:
         plain = {k: d[k] for k in ("id", "title", "points", "visible", "hidden", "visible_points")}
         promises = tuple(VisiblePromise(**p) for p in d["promises"])
+        needs = tuple((name, int(exercise)) for name, exercise in d.get("needs", []))
         out.append(
-            ExerciseInfo(**plain, functions=tuple(d["functions"]), promises=promises, unmarked=d["unmarked"])
+            ExerciseInfo(
+                **plain,
+                functions=tuple(d["functions"]),
+                promises=promises,
+                unmarked=d["unmarked"],
+                needs=needs,
+            )
         )
     return out
 
@@ -157,11 +178,17 @@ class Verdict:
         if known is None or known.state == "passed":
             self.outcomes[nodeid] = Outcome(exercise, suite, state, message, promise)
 
+    def states(self) -> set[str]:
+        """The states the run's tests ended in."""
+        return {o.state for o in self.outcomes.values()}
+
     def rows(self) -> list[dict]:
         """One row per exercise that had a test in this run, in manifest order."""
+        ran = {e.id: [o for o in self.outcomes.values() if o.exercise == e.id] for e in self.exercises}
+        states = {n: _state(mine) for n, mine in ran.items() if mine}
         rows = []
         for exercise in self.exercises:
-            mine = [o for o in self.outcomes.values() if o.exercise == exercise.id]
+            mine = ran[exercise.id]
             if not mine:
                 continue
             visible = [o for o in mine if o.suite == "visible"]
@@ -176,7 +203,8 @@ class Verdict:
                 "max_score": entry_score(exercise.visible_points, _tallies(exercise, visible, False)),
                 "hidden": exercise.hidden,
                 "hidden_passed": sum(o.state == "passed" for o in hidden) if hidden else None,
-                "state": _state(mine),
+                "state": WAITING if (waiting := _waiting_on(exercise, mine, states)) else states[exercise.id],
+                "waiting_on": waiting,
                 "to_implement": _to_implement(mine, exercise),
                 "timed_out": sorted({m.group(1) for o in mine for m in _DID_NOT_RETURN.finditer(o.message)}),
                 "syntax_errors": sorted({f"{m[1]}() ({m[2]})" for o in mine for m in _SYNTAX_ERROR.finditer(o.message)}),  # noqa: E501
@@ -202,6 +230,8 @@ class Verdict:
                 state += ": " + ", ".join(row["syntax_errors"])
             elif state == TIMED_OUT and row["timed_out"]:
                 state += ": " + ", ".join(f"{name}()" for name in row["timed_out"])
+            elif state == WAITING:
+                state += " on " + ", ".join(row["waiting_on"])
             table.append((
                 f"{row['id']:>2} {row['title']}", f"{row['passed']}/{row['total']}",
                 f"{points_text(row['score'])}/{points_text(row['max_score'])}", hidden, state,
@@ -221,6 +251,13 @@ class Verdict:
                 "your submission is graded, and earn the rest of their points (a function's visible "
                 "checks earn then only where most of its hidden checks of values pass too)."
             )
+        if any(r["state"] == WAITING for r in rows):
+            out.append(
+                "Waiting: the exercise's functions call another exercise's, which is not started or fails "
+                "here. The grader checks each exercise with correct versions of the others' functions, so "
+                "its points there do not depend on them: finish or fix that exercise first, then this row "
+                "says how yours does."
+            )
         if len(rows) < len(self.exercises):
             out.append(f"{len(self.exercises) - len(rows)} exercises had no test in this run.")
         return out
@@ -239,14 +276,16 @@ def _tallies(exercise: ExerciseInfo, visible: list[Outcome], only_passed: bool) 
     return out
 
 
-def classify(excinfo) -> tuple[str, str]:
-    """(state, message) of a failed test's exception: not started, timed out or failed."""
+def classify(excinfo, exercise: int | None = None) -> tuple[str, str]:
+    """(state, message) of a failed test's exception: not started, waiting (the stub of another exercise
+    than the test's `exercise` raised), timed out or failed."""
     if excinfo is None:
         return "failed", ""
     text = excinfo.exconly().removeprefix("grader.protocol.")
     name = excinfo.type.__name__
     if name == "NotImplementedError":
-        return NOT_STARTED, text
+        others = {int(m[1]) for m in _STUB.finditer(text)} - {exercise}
+        return (WAITING if exercise is not None and others else NOT_STARTED), text
     if name in ("SubmissionError", "CallTimedOut") and import_headline(text) is not None:
         return NOT_IMPORTED, text
     if name == "SubmissionError" and _SYNTAX_ERROR.search(text):
@@ -257,7 +296,7 @@ def classify(excinfo) -> tuple[str, str]:
 
 
 def _state(outcomes: list[Outcome]) -> str:
-    states = {o.state for o in outcomes}
+    states = {NOT_STARTED if o.state == WAITING else o.state for o in outcomes}
     if NOT_IMPORTED in states:
         return NOT_IMPORTED
     if SYNTAX_ERROR in states:
@@ -269,6 +308,26 @@ def _state(outcomes: list[Outcome]) -> str:
     if states == {"passed"}:
         return PASSING
     return FAILING
+
+
+def _waiting_on(exercise: ExerciseInfo, outcomes: list[Outcome], states: dict[int, str]) -> list[str]:
+    """What of other exercises this one's failures here come from ("softmax() (exercise 8: not
+    started)"): the stubs its checks ran into, and, where it fails, the functions it calls of exercises
+    that do not pass here. Empty unless it is not started or failing (passing, timed out, not imported,
+    a syntax error: its own state says more), and where its own stub is what it still lacks."""
+    if states[exercise.id] not in (NOT_STARTED, FAILING):
+        return []
+    stubs = {
+        (m[2], int(m[1]))
+        for o in outcomes
+        if o.state in (NOT_STARTED, WAITING)
+        for m in _STUB.finditer(o.message)
+    }
+    if any(n == exercise.id for _, n in stubs):  # its own function is still the stub's
+        return []
+    failing = {(name, n) for name, n in exercise.needs if states.get(n, PASSING) != PASSING}
+    found = sorted(stubs | failing, key=lambda need: (need[1], need[0]))
+    return [f"{name}() (exercise {n}: {states.get(n, NOT_STARTED)})" for name, n in found]
 
 
 def _to_implement(outcomes: list[Outcome], exercise: ExerciseInfo) -> list[str]:

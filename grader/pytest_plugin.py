@@ -36,6 +36,7 @@ from grader.local import (
     NOT_IMPORTED,
     NOT_STARTED,
     SYNTAX_ERROR,
+    WAITING,
     Verdict,
     classify,
     load_exercises,
@@ -427,7 +428,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
     props: dict[str, Any] = dict(item.user_properties)  # what this plugin and the suites put there
     if "exercise" in props and (report.when == "call" or not report.passed):
-        state, message = classify(call.excinfo) if not report.passed else ("passed", "")
+        state, message = classify(call.excinfo, props["exercise"]) if not report.passed else ("passed", "")
         item.config.stash[_VERDICT].record(
             item.nodeid, props["exercise"], props["suite"], state, message, props.get("promise", "")
         )
@@ -448,9 +449,20 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
         return "not called", "T", ("NOT CALLED (its exercise timed out earlier)", {"red": True})
     if state == NOT_IMPORTED:  # said once, above the verdict
         return "not imported", "I", ("NOT IMPORTED (see the verdict)", {"red": True})
-    if state == SYNTAX_ERROR:  # intake's note at the top says where
-        return "syntax error", "S", ("SYNTAX ERROR", {"red": True})
+    if state == SYNTAX_ERROR:  # intake's note at the top says where ("S" read as pytest's skip)
+        return "syntax error", "C", ("SYNTAX ERROR (could not compile)", {"red": True})
+    if state == WAITING:  # the verdict says on which exercise
+        return "waiting", "W", ("WAITING ON ANOTHER EXERCISE (see the verdict)", {"yellow": True})
     return None
+
+
+LETTERS = {  # the progress letters of this plugin, beside pytest's own (. F E s x)
+    NOT_STARTED: "N not started",
+    WAITING: "W waiting on another exercise",
+    NOT_CALLED: "T not called (its exercise timed out earlier)",
+    NOT_IMPORTED: "I not imported",
+    SYNTAX_ERROR: "C syntax error (could not compile)",
+}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -460,6 +472,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.section("optlab: your verdict, as the grader counts it")
         for line in lines:
             terminalreporter.write_line(line)
+        shown = config.stash[_VERDICT].states()
+        if legend := [said for state, said in LETTERS.items() if state in shown]:
+            terminalreporter.write_line("Letters: " + ", ".join(legend) + ".")
 
 
 def _inventory_entry(item: pytest.Item) -> dict:

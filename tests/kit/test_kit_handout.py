@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
+from grader.grading import kit_manifest
 from grader.handout import FOLDER, HANDOUT_ZIP, PLUGIN_ENTRY_POINT, handout_leaks, write_handout
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER
 from grader.local import SEPARATOR
 from grader.sandbox import NO_SANDBOX
+from grader.scoring import points_text
 from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -48,7 +50,8 @@ def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     assert files["tests/lab_stubs.py"] == files["optimization_toolkit.py"]  # a local run decodes into it
     assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]
     readme = files["README.md"].decode()
-    assert "| 6 | Pareto selection |" in readme and "Total: 100 points." in readme
+    total = points_text(kit_manifest(KIT).total_points)
+    assert "| 6 | Pareto selection |" in readme and f"Total: {total} points." in readme
 
 
 def test_the_handout_leaks_nothing(handout):

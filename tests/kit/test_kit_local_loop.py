@@ -58,6 +58,7 @@ def student_run(cwd: Path, *args: str, timeout: float = 600) -> subprocess.Compl
     )  # fmt: skip
 
 
+EXERCISES = load_exercises(KIT)  # as the manifest has them: adding one changes no test here
 # The visible checks of exercise 12, as the inventory lists them.
 VISIBLE_12 = visible_checks(12)
 
@@ -96,7 +97,7 @@ def test_submission_with_a_space_an_equals_sign_outside_the_folder_and_from_anot
     for how, run in runs.items():
         assert run.returncode == 1, (how, run.stdout[-2000:], run.stderr[-2000:])
         assert f"{visible_checks()} not started" in run.stdout, (how, run.stdout[-1000:])
-        assert len(verdict(run.stdout)) == 20, how
+        assert len(verdict(run.stdout)) == len(EXERCISES), how
     assert f"testing {other}" in runs["space"].stdout
 
 
@@ -124,7 +125,7 @@ def test_a_submission_intake_cannot_read_is_one_usage_line_in_grader_grades_word
 def test_the_stubs_end_with_one_line_per_exercise_and_no_traceback(folder):
     run = student_run(folder)
     rows = verdict(run.stdout)
-    assert sorted(rows) == list(range(1, 21))
+    assert sorted(rows) == [e.id for e in EXERCISES]
     assert all(row[4].startswith("not started: implement ") for row in rows.values())
     assert rows[11][4] == "not started: implement clip_flows, ppo_grad"
     assert "Traceback" not in run.stdout and "NotImplementedError" not in run.stdout
@@ -137,7 +138,7 @@ def test_the_reference_passes_every_visible_check_and_earns_every_visible_point(
     run = student_run(folder, f"--submission={REFERENCE}")
     assert run.returncode == 0, run.stdout[-3000:]
     rows = verdict(run.stdout)
-    assert len(rows) == 20 and all(row[4] == "passing" for row in rows.values())
+    assert len(rows) == len(EXERCISES) and all(row[4] == "passing" for row in rows.values())
     assert all(row[1].split("/")[0] == row[1].split("/")[1] for row in rows.values())
 
 
@@ -170,6 +171,43 @@ def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
         assert hidden == f"{hidden_entry['extra_data']['total']} when graded"
         assert title == kit_manifest(KIT).by_id(exercise).title
     assert {"passing", "not started"} <= states  # the sample covers both
+
+
+def reference_function(name: str) -> str:
+    """The reference's def of `name`, as source."""
+    source = REFERENCE.read_text(encoding="utf-8")
+    node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(source, node) or ""
+
+
+def test_an_exercise_that_calls_an_unfinished_one_is_waiting_on_it_not_its_own_failure(folder, tmp_path):
+    """Issue 34: add_score (9) written before softmax (8) was "not started" locally (and with a buggy
+    softmax "failing", no word of softmax) where `grader grade` gives 9 its points: it answers the other
+    exercise's calls with the reference."""
+    stubs = STUBS.read_text(encoding="utf-8")
+    mine = tmp_path / "optimization_toolkit.py"
+    mine.write_text(stubs + "\n\n" + reference_function("add_score") + "\n", encoding="utf-8")
+    paths = [
+        str(p.relative_to(folder)) for e in (8, 9) for p in folder.glob(f"tests/visible/test_ex{e:02d}_*")
+    ]
+    run = student_run(folder, *paths, f"--submission={mine}", "-v")
+    rows = verdict(run.stdout)
+    assert rows[9][4] == "waiting on softmax() (exercise 8: not started)"
+    assert rows[8][4] == "not started: implement softmax"
+    assert "WAITING ON ANOTHER EXERCISE" in run.stdout and "finish or fix that exercise first" in run.stdout
+    assert "Letters: N not started, W waiting on another exercise." in run.stdout
+    graded = grade(KIT, mine, tmp_path / "results.json", exercises=[9])
+    assert graded.document["score"] == kit_manifest(KIT).by_id(9).points  # what waiting promises
+
+    buggy = reference_function("softmax").replace(
+        "return [e / z for e in es]", "return [e / (z + 1) for e in es]"
+    )
+    mine.write_text(
+        stubs + "\n\n" + buggy + "\n\n" + reference_function("add_score") + "\n", encoding="utf-8"
+    )
+    rows = verdict(student_run(folder, *paths, f"--submission={mine}").stdout)
+    assert rows[8][4] == "failing"
+    assert rows[9][4] == "waiting on softmax() (exercise 8: failing)", rows[9]  # never its own failure
 
 
 def test_the_verdict_counts_a_test_once_and_a_failure_in_any_phase():
@@ -272,7 +310,7 @@ def never_imported(run: subprocess.CompletedProcess, headline: str) -> None:
     assert run.returncode == 1, run.stdout[-3000:]
     assert [line for line in lines if line.startswith("Your module")] == [headline]
     rows = verdict(run.stdout)
-    assert sorted(rows) == list(range(1, 21)) and {row[4] for row in rows.values()} == {"not imported"}
+    assert sorted(rows) == [e.id for e in EXERCISES] and {row[4] for row in rows.values()} == {"not imported"}
     assert "Traceback" not in run.stdout and "\nE " not in run.stdout
     assert f"{visible_checks()} not imported" in lines[-1]
     assert len(lines) < 200  # was 5,153 lines for an error; a loop never ended (5,127 lines after Ctrl-C)
