@@ -130,9 +130,41 @@ def unmount_scratch(work: Path) -> None:
         libc.umount2(os.fsencode(work), MNT_DETACH)
 
 
+def hold_home(home: Path) -> int:
+    """Mark the sandbox folder `home` as this grader's own for as long as the descriptor returned stays
+    open (an exclusive flock on the folder: the kernel drops it when the grader ends, however it ends).
+    Taken before the scratch tmpfs is mounted in it, so that no grader ever finds a tmpfs of a live
+    sandbox unheld; the caller closes the descriptor once the folder is gone."""
+    import fcntl  # POSIX only, as mounts are
+
+    handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def _abandoned(home: Path) -> bool:
+    """Whether no grader holds the sandbox folder `home` (`hold_home`): its grader ended without closing
+    it. A folder another grader holds, whichever lease folder or PID namespace it uses, is never stale."""
+    import fcntl
+
+    try:
+        handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)  # the probe's lock goes with it
+    return True
+
+
 def unmount_stale(uid: int) -> None:
-    """Detach every scratch tmpfs of `uid` still mounted (its grader was killed before it closed), and
-    remove the sandbox folder it was in."""
+    """Detach every scratch tmpfs of `uid` still mounted whose sandbox no grader holds (its grader was
+    killed before it closed), and remove the sandbox folder it was in. A sandbox a live grader holds is
+    never touched, even where that grader's worker runs under the same uid (another kit's lease folder,
+    another PID namespace)."""
     libc = _libc()
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -148,6 +180,8 @@ def unmount_stale(uid: int) -> None:
         options = after[2].split(",") if len(after) >= 3 else []
         if after[:1] == ["tmpfs"] and f"uid={uid}" in options and "optlab-sandbox-" in mount_point:
             path = Path(mount_point.encode().decode("unicode_escape"))  # mountinfo escapes spaces as \040
+            if not _abandoned(path.parent):
+                continue
             if libc is not None and libc.umount2(os.fsencode(path), MNT_DETACH) == 0:
                 if path.parent.parent == SANDBOXES:
                     remove_tree(path.parent)
