@@ -19,6 +19,7 @@ import ast
 import html
 import io
 import itertools
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,18 +56,33 @@ class Pair:
 
 
 def exercise_code(source: str, functions: Sequence[str]) -> str:
-    """The top-level definitions of `functions` in `source`, in file order ("" where none parses)."""
+    """The definitions of `functions` in `source` at any depth (under `if`, `try`, `with`, in a class or
+    another function: issue 33, a copy indented under `if True:` was never compared), each dedented,
+    in file order; a definition inside one already taken is part of it ("" where none parses)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return ""
     lines = source.splitlines(keepends=True)
     kept = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-            kept.append("".join(lines[start : node.end_lineno]))
+    for node in _definitions(tree, frozenset(functions)):
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+        kept.append(textwrap.dedent("".join(lines[start : node.end_lineno])))
     return "\n".join(kept)
+
+
+def _definitions(tree: ast.AST, functions: frozenset[str]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The outermost definitions named in `functions`, however deep, in file order (a walk with a stack
+    of its own: no recursion, whatever the nesting)."""
+    found = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
+            found.append(node)
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
 
 
 def compare(

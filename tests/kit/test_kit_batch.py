@@ -640,12 +640,39 @@ def test_similarity_finds_a_copy_but_not_the_stub_everyone_starts_from(tmp_path:
     assert page.count("<h2 id='pair-") == 1 and "<mark>" in page and "never part of a grade" in page
 
 
+def test_similarity_compares_a_copy_wrapped_under_if_try_or_a_class(tmp_path: Path) -> None:
+    """Issue 33: a copy with every line indented under `if True:` was "not compared (no exercise code
+    read)" and never listed. Now exercise functions are read at any depth, dedented."""
+    pytest.importorskip("copydetect")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    future = "from __future__ import annotations\n"  # which must stay at the top
+    lines = REFERENCE.replace(future, "").splitlines(True)
+    indented = future + "".join("    " + line if line.strip() else line for line in lines)
+    (source / "wrapped_if.py").write_text(indented.replace(future, future + "if True:\n"))
+    (source / "wrapped_try.py").write_text(
+        indented.replace(future, future + "try:\n") + "except Exception:\n    pass\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
+    assert code == 0
+    for pair in ("ada.py & wrapped_if.py: 100%", "ada.py & wrapped_try.py: 100%"):
+        assert pair in out.getvalue(), out.getvalue()
+    assert "Not compared" not in (tmp_path / "similarity.html").read_text(encoding="utf-8")
+
+
 def test_exercise_code_is_only_the_exercise_functions() -> None:
     code = exercise_code(
         "import os\n\n@dec\ndef softmax(x):\n    return x\n\n\ndef given():\n    pass\n", ["softmax"]
     )
     assert code == "@dec\ndef softmax(x):\n    return x\n"
     assert exercise_code("def softmax(:\n", ["softmax"]) == ""
+    nested = "class Lab:\n    @staticmethod\n    def softmax(x):\n        def softmax(y):\n"
+    assert exercise_code(nested + "            return y\n        return x\n", ["softmax"]) == (
+        "@staticmethod\ndef softmax(x):\n    def softmax(y):\n        return y\n    return x\n"
+    )  # the outer definition, once, with what it holds
 
 
 # -- a neighbour's full disk: a crash of the grading, graded again, never a completed zero ------------
