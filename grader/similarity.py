@@ -57,18 +57,30 @@ class Pair:
 
 def exercise_code(source: str, functions: Sequence[str]) -> str:
     """The definitions of `functions` in `source` at any depth (under `if`, `try`, `with`, in a class or
-    another function: issue 33, a copy indented under `if True:` was never compared), each dedented,
-    in file order; a definition inside one already taken is part of it ("" where none parses)."""
+    another function: issue 33, a copy indented under `if True:` was never compared), and of functions
+    bound to their names (`softmax = _mine`), each dedented, in file order; a definition inside one
+    already taken is part of it ("" where none parses)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return ""
     lines = source.splitlines(keepends=True)
     kept = []
-    for node in _definitions(tree, frozenset(functions)):
+    for node in _definitions(tree, frozenset(functions) | _aliased(tree, functions)):
         start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
         kept.append(textwrap.dedent("".join(lines[start : node.end_lineno])))
     return "\n".join(kept)
+
+
+def _aliased(tree: ast.AST, functions: Sequence[str]) -> frozenset[str]:
+    """Names of functions an exercise function is bound to (`softmax = _mine`: a copy under other names,
+    bound back at the end, was another way to hide it)."""
+    return frozenset(
+        node.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+        and any(isinstance(target, ast.Name) and target.id in functions for target in node.targets)
+    )  # fmt: skip
 
 
 def _definitions(tree: ast.AST, functions: frozenset[str]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -29,6 +29,7 @@ from grader import __version__
 from grader.batch import Outcome
 from grader.cli import batch_title, main
 from grader.grades import change_text, grade_row, regrade_changes
+from grader.grading import kit_manifest
 from grader.manifest import Exercise
 from grader.report import histogram_bins, item_analysis, point_biserial, report_html
 from grader.roster import (
@@ -642,7 +643,8 @@ def test_similarity_finds_a_copy_but_not_the_stub_everyone_starts_from(tmp_path:
 
 def test_similarity_compares_a_copy_wrapped_under_if_try_or_a_class(tmp_path: Path) -> None:
     """Issue 33: a copy with every line indented under `if True:` was "not compared (no exercise code
-    read)" and never listed. Now exercise functions are read at any depth, dedented."""
+    read)" and never listed. Now exercise functions are read at any depth, dedented; and a copy whose
+    functions are renamed and bound back to the exercise's names (found attacking this) is read too."""
     pytest.importorskip("copydetect")
     source = tmp_path / "in"
     source.mkdir()
@@ -654,11 +656,16 @@ def test_similarity_compares_a_copy_wrapped_under_if_try_or_a_class(tmp_path: Pa
     (source / "wrapped_try.py").write_text(
         indented.replace(future, future + "try:\n") + "except Exception:\n    pass\n"
     )
+    functions = kit_manifest(KIT).functions
+    aliased = re.sub(rf"^def ({'|'.join(functions)})\(", r"def _mine_\1(", REFERENCE, flags=re.M)
+    aliased += "".join(f"\n{name} = _mine_{name}\n" for name in functions)  # bound back at the end
+    (source / "wrapped_alias.py").write_text(aliased, encoding="utf-8")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
     assert code == 0
-    for pair in ("ada.py & wrapped_if.py: 100%", "ada.py & wrapped_try.py: 100%"):
+    wrapped = ("wrapped_if.py: 100%", "wrapped_try.py: 100%", "wrapped_alias.py")
+    for pair in (f"ada.py & {name}" for name in wrapped):
         assert pair in out.getvalue(), out.getvalue()
     assert "Not compared" not in (tmp_path / "similarity.html").read_text(encoding="utf-8")
 
