@@ -83,7 +83,7 @@ class Layers:
                 ("a uid per worker", self.uid),
                 (f"Landlock ABI {self.landlock}", self.landlock),
                 ("network and IPC namespaces", self.namespaces),
-                ("a mount namespace (scratch tmpfs, private /tmp, /proc hidepid)", self.mounts),
+                ("a mount namespace (scratch tmpfs, private /tmp, an empty /proc)", self.mounts),
                 ("rlimits", self.rlimits),
                 ("seccomp filter", self.seccomp),
                 (f"memory cgroup v{self.cgroup}", self.cgroup),

@@ -948,7 +948,7 @@ class _Confine:
         if self.memory is not None:
             self.memory.join()
         if self.view is not None:
-            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc hidepid
+            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc empty
         limits = self.limits
         for which, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),
