@@ -39,6 +39,14 @@ MAX_MODULE_BYTES = 1024 * 1024
 # Files that are obviously not the lab module, whatever else the submission holds.
 NOT_THE_MODULE = {"__init__.py", "conftest.py", "setup.py", "sitecustomize.py", "usercustomize.py"}
 SKIPPED_FOLDERS = {"__MACOSX", "__pycache__"}
+# Folders of version control and of environments, never read and not counted against MAX_MEMBERS: a
+# GitHub Classroom clone holds its .git, a student's folder often a venv beside the module (issue 33:
+# such a folder was refused as holding more than 2,000 files). A folder holding a pyvenv.cfg is a venv,
+# whatever its name (counted as one entry, its own name: so what an attacker can name stays bounded).
+UNREAD_FOLDERS = frozenset(
+    (".git", ".hg", ".svn", "venv", ".venv", "__pycache__", "node_modules", "__MACOSX")
+)
+VENV_MARK = "pyvenv.cfg"
 
 # Characters salvage compiles, at most, each compile counting COMPILE_COST more: a bound, the same on
 # every machine, so that a hostile file (thousands of unclosed brackets, millions of one-line broken
@@ -305,18 +313,21 @@ def _walk(root: Path) -> Iterator[tuple[str, str]]:
                 raise _Unreadable(
                     f"the submission nests folders more than {MAX_FOLDER_DEPTH} deep", "on its own"
                 )
-            if kind == FOLDER and not _skipped(name):
+            if kind == FOLDER and not _skipped(name) and not _environment(root / path):
                 below.append(path)
         stack.extend(reversed(below))
 
 
 def _listing(folder: Path, limit: int) -> list[tuple[str, str]]:
-    """At most `limit` entries of `folder` (name, kind), by name; none where it cannot be listed."""
+    """At most `limit` entries of `folder` (name, kind), by name, without its UNREAD_FOLDERS (at most
+    one each: they cost no entry); none where it cannot be listed."""
     found = []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
+                    if entry.name in UNREAD_FOLDERS:
+                        continue
                     found.append((entry.name, FOLDER))
                 elif entry.is_file(follow_symlinks=False):
                     found.append((entry.name, FILE))
@@ -327,6 +338,14 @@ def _listing(folder: Path, limit: int) -> list[tuple[str, str]]:
     except OSError:
         return []
     return sorted(found)
+
+
+def _environment(folder: Path) -> bool:
+    """Whether `folder` is a virtual environment (it holds a pyvenv.cfg): not read below its name."""
+    try:
+        return stat.S_ISREG(os.lstat(folder / VENV_MARK).st_mode)
+    except OSError:
+        return False
 
 
 def _is_zip(path: Path) -> bool:
@@ -393,7 +412,7 @@ def _member_name(filename: str) -> str:
 
 
 def _skipped(name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_FOLDERS
+    return name.startswith(".") or name in SKIPPED_FOLDERS or name in UNREAD_FOLDERS
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> bytes:

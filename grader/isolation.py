@@ -83,7 +83,7 @@ class Layers:
                 ("a uid per worker", self.uid),
                 (f"Landlock ABI {self.landlock}", self.landlock),
                 ("network and IPC namespaces", self.namespaces),
-                ("a mount namespace (scratch tmpfs, private /tmp, /proc hidepid)", self.mounts),
+                ("a mount namespace (scratch tmpfs, private /tmp, an empty /proc)", self.mounts),
                 ("rlimits", self.rlimits),
                 ("seccomp filter", self.seccomp),
                 (f"memory cgroup v{self.cgroup}", self.cgroup),
@@ -179,32 +179,29 @@ def unshare_function():
 
 
 class UidLease:
-    """A worker uid held by this process until `release`: no other worker of a grader that shares its
-    lease folder runs under it meanwhile. Graders that do not share one (a host and its containers, two
-    containers, two PID namespaces) draw from a wide range at a random place, pass over every uid a
-    process they can see already runs under, and kill no process they did not start (a worker cannot
-    start another: RLIMIT_NPROC is 0, so killing its process group ends all of it): a uid drawn twice
-    costs neither grading anything. Whatever the uid left behind in files and IPC is swept at lease
-    and release, where no process of it is left."""
+    """A worker uid held by this process until `release`: no other worker of a grader on this file system
+    runs under it meanwhile, whichever lease folder each names (the lease is locked in its own folder and
+    in the machine's, DEFAULT_LEASES, where the two differ: issue 33, where kits with lease folders of
+    their own drew one uid and one swept the other's live sandbox). Graders that share no file system (a
+    host and its containers, two containers) draw from a wide range at a random place, pass over every
+    uid a process they can see already runs under, and kill no process they did not start (a worker
+    cannot start another: RLIMIT_NPROC is 0, so killing its process group ends all of it): a uid drawn
+    twice costs neither grading anything. Whatever the uid left behind in files and IPC is swept at
+    lease and release, where no process of it is left."""
 
     def __init__(self) -> None:
-        leases = leases_folder()
+        folders = lease_folders()
         uids = worker_uids()
         busy = _process_uids()
         start = int.from_bytes(os.urandom(4), "big") % len(uids)
         for uid in (uids[(start + step) % len(uids)] for step in range(len(uids))):
             if uid in busy:
                 continue
-            handle = os.open(leases / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
-            import fcntl  # POSIX only, as leases are (root on Linux): not where the student handout runs
-
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(handle)
+            handles = _lock_all(folders, uid)
+            if handles is None:
                 continue
             self.uid = uid
-            self._handle: int | None = handle
+            self._handles = handles
             sweep_uid(uid)
             return
         raise IsolationError(
@@ -213,11 +210,43 @@ class UidLease:
         )
 
     def release(self) -> None:
-        if self._handle is None:
+        if not self._handles:
             return
         sweep_uid(self.uid)
-        os.close(self._handle)  # closing drops the lock
-        self._handle = None
+        for handle in self._handles:
+            os.close(handle)  # closing drops the lock
+        self._handles = []
+
+
+def _lock_all(folders: list[Path], uid: int) -> list[int] | None:
+    """`uid`'s lease file locked in every one of `folders` (their descriptors), or None where any is
+    held already (nothing is kept locked then)."""
+    import fcntl  # POSIX only, as leases are (root on Linux): not where the student handout runs
+
+    handles: list[int] = []
+    for folder in folders:
+        handle = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        handles.append(handle)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            for held in handles:
+                os.close(held)
+            return None
+    return handles
+
+
+def lease_folders() -> list[Path]:
+    """Where a lease is locked: the lease folder (`leases_folder`), and the machine's own where that is
+    another and can be kept (a read-only /run has none: the named folder alone then)."""
+    named = leases_folder()
+    machine = DEFAULT_LEASES
+    if named.resolve() == machine.resolve():
+        return [named]
+    try:
+        return [named, _root_only_folder(machine)]
+    except (OSError, IsolationError):
+        return [named]
 
 
 def worker_uids() -> range:
@@ -238,7 +267,10 @@ def worker_uids() -> range:
 
 def leases_folder() -> Path:
     """The folder of lease files (LEASES_VARIABLE, else DEFAULT_LEASES), made root's alone."""
-    folder = Path(os.environ.get(LEASES_VARIABLE) or DEFAULT_LEASES)
+    return _root_only_folder(Path(os.environ.get(LEASES_VARIABLE) or DEFAULT_LEASES))
+
+
+def _root_only_folder(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = os.stat(folder, follow_symlinks=False)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:

@@ -7,9 +7,9 @@ Where the machine allows mounts (root with CAP_SYS_ADMIN: a laptop as root, CI; 
   killed mid-grading leaves its tmpfs to the next lease of the uid, `unmount_stale`);
 - in a mount namespace of the worker's own (`WorkerView`, run in the forked child, propagation made
   private first so nothing reaches the grader's view): the world-writable folders (/tmp, /var/tmp,
-  /dev/shm, /run/lock, /dev/mqueue) are the scratch tmpfs itself, and /proc is a fresh proc with
-  hidepid, so that the worker sees the processes of its own uid only (nothing of the grader's command
-  lines). The worker drops root right after, so it can neither unmount nor mount anything.
+  /dev/shm, /run/lock, /dev/mqueue) are the scratch tmpfs itself, and /proc is an empty read-only
+  folder (nothing of the grader's command lines, nor of its own pages: issue 33). The worker drops root
+  right after, so it can neither unmount nor mount anything.
 
 Everywhere (`ScratchQuota`, which the call's deadline asks while the grader waits, and the sandbox when
 a call returns): the grader measures what the worker holds on disk and ends it at its quota with a
@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
+MS_RDONLY = 1
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 # mount_setattr(2), Linux 5.12+: the same number on x86_64 and arm64 (the generic table)
@@ -50,7 +51,6 @@ QUOTA_SECONDS = 0.05  # at most how often the grader walks a worker's disk (a tm
 QUOTA_MAX_SECONDS = 0.5
 # and the walk takes at most a tenth of the grader's time (4,000 files: about 40 ms)
 SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
-HIDEPID = (b"hidepid=invisible", b"hidepid=2")  # Linux 5.8+ names it; older kernels know the number
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -130,9 +130,41 @@ def unmount_scratch(work: Path) -> None:
         libc.umount2(os.fsencode(work), MNT_DETACH)
 
 
+def hold_home(home: Path) -> int:
+    """Mark the sandbox folder `home` as this grader's own for as long as the descriptor returned stays
+    open (an exclusive flock on the folder: the kernel drops it when the grader ends, however it ends).
+    Taken before the scratch tmpfs is mounted in it, so that no grader ever finds a tmpfs of a live
+    sandbox unheld; the caller closes the descriptor once the folder is gone."""
+    import fcntl  # POSIX only, as mounts are
+
+    handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def _abandoned(home: Path) -> bool:
+    """Whether no grader holds the sandbox folder `home` (`hold_home`): its grader ended without closing
+    it. A folder another grader holds, whichever lease folder or PID namespace it uses, is never stale."""
+    import fcntl
+
+    try:
+        handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)  # the probe's lock goes with it
+    return True
+
+
 def unmount_stale(uid: int) -> None:
-    """Detach every scratch tmpfs of `uid` still mounted (its grader was killed before it closed), and
-    remove the sandbox folder it was in."""
+    """Detach every scratch tmpfs of `uid` still mounted whose sandbox no grader holds (its grader was
+    killed before it closed), and remove the sandbox folder it was in. A sandbox a live grader holds is
+    never touched, even where that grader's worker runs under the same uid (another kit's lease folder,
+    another PID namespace)."""
     libc = _libc()
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -148,26 +180,25 @@ def unmount_stale(uid: int) -> None:
         options = after[2].split(",") if len(after) >= 3 else []
         if after[:1] == ["tmpfs"] and f"uid={uid}" in options and "optlab-sandbox-" in mount_point:
             path = Path(mount_point.encode().decode("unicode_escape"))  # mountinfo escapes spaces as \040
+            if not _abandoned(path.parent):
+                continue
             if libc is not None and libc.umount2(os.fsencode(path), MNT_DETACH) == 0:
                 if path.parent.parent == SANDBOXES:
                     remove_tree(path.parent)
 
 
-def _mount_proc(libc: ctypes.CDLL) -> None:
-    """A fresh proc on /proc that shows only the processes of the caller's uid (after setuid: its own)."""
-    for option in HIDEPID:
-        try:
-            _mount(libc, b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, option)
-            return
-        except OSError:
-            continue
-    raise OSError("proc could not be mounted with hidepid")
+def _mask_proc(libc: ctypes.CDLL) -> None:
+    """An empty, read-only folder on /proc: nothing of any process, the worker's own included. A proc
+    with hidepid (before issue 33) hid the others, but the worker's own /proc/self is a probe of the page
+    cache every grading shares (pagemap's present bits after a fault-around, smaps' resident pages, the
+    fault counts in stat, the bytes io read from disk), and Python needs none of it."""
+    _mount(libc, b"none", b"/proc", b"tmpfs", MS_RDONLY | SCRATCH_FLAGS, b"size=4k,nr_inodes=1,mode=0555")
 
 
 class WorkerView:
     """What the worker's process does in the forked child, as root, before it drops root: a mount
-    namespace of its own in which every world-writable folder is its scratch tmpfs and /proc hides
-    other uids' processes. Everything it needs is prepared here, in the grader."""
+    namespace of its own in which every world-writable folder is its scratch tmpfs and /proc is empty.
+    Everything it needs is prepared here, in the grader."""
 
     def __init__(self, scratch: Path, writable: Iterable[str]):
         libc = _libc()
@@ -190,7 +221,7 @@ class WorkerView:
             self._set(self.scratch, 0, self.writable)
         for folder in self.covered:
             _mount(libc, self.scratch, folder, None, MS_BIND, None)
-        _mount_proc(libc)
+        _mask_proc(libc)
 
     def _set(self, path: bytes, flags: int, attr: _MountAttr) -> bool:
         """mount_setattr(path, flags, attr); False where the kernel has none (before Linux 5.12)."""

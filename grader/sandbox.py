@@ -161,6 +161,8 @@ class Sandbox:
             _check_reachable(where)
         self.lease = isolation.UidLease() if self.layers.uid else None
         self.home = Path(tempfile.mkdtemp(prefix="optlab-sandbox-", dir=where))
+        # this grader's own until it closes: no other grader takes its scratch for a stale one
+        self._held = mounts.hold_home(self.home) if self.layers.mounts else None
         self.work = self.home / "work"
         self.runtime = self.home / "runtime"
         self._module_source = module_source
@@ -321,6 +323,9 @@ class Sandbox:
             shutil.rmtree(self.home, ignore_errors=True)
         else:
             isolation.remove_tree(self.home)  # however deep the worker nested its scratch
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     def output(self) -> str:
         """What the worker printed (capped), for the instructor's log."""
@@ -943,7 +948,7 @@ class _Confine:
         if self.memory is not None:
             self.memory.join()
         if self.view is not None:
-            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc hidepid
+            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc empty
         limits = self.limits
         for which, value in (
             (resource.RLIMIT_AS, limits.memory_bytes),

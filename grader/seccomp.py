@@ -45,6 +45,20 @@ Refused with EPERM (Python raises PermissionError, the call's answer names it; n
 - Naming a descriptor's owner (fcntl F_SETOWN, F_SETOWN_EX; ioctl FIOSETOWN, SIOCSPGRP): with O_ASYNC
   the kernel then signals the owner when the descriptor is ready (SIGIO, whose default kills, or what
   F_SETSIG says): a worker under the filter signalled its grader so, as the grader's own user.
+- No channel between gradings (issue 33): inotify_init, inotify_init1, inotify_add_watch, fanotify_init,
+  fanotify_mark (a watch on a stdlib folder names the files another grading's worker opens there); and
+  nothing that clears, fills or reads the page cache, which every process of the kernel shares (a page
+  of a stdlib file nobody else reads is a bit: set by a read, cleared by eviction, read back by a probe,
+  by a later grading under another uid, or a neighbouring container): fadvise64 (POSIX_FADV_DONTNEED
+  evicts), readahead, mincore and cachestat (which pages are in memory), getrusage (its page-fault and
+  block-read counts say whether what was touched was in memory), preadv2 and pwritev2 with any flag
+  (RWF_NOWAIT fails on a page that is not in memory), madvise but for the advice allocators use (not
+  PAGEOUT or COLD, which evict; WILLNEED, POPULATE_READ/WRITE, COLLAPSE, which fill; RANDOM and
+  SEQUENTIAL, which set how much a fault reads around it; MERGEABLE; REMOVE), prctl(PR_SET_MEMORY_MERGE)
+  (KSM), Linux AIO (io_setup, io_submit...: an iocb's own RWF_NOWAIT). /proc/self (pagemap's present
+  bits after a fault-around, smaps, the fault counts in stat, io's bytes read) is the other probe:
+  Landlock and the mount layer keep /proc from the worker (grader.mounts); the timing of a read stays
+  (benchmarks/bench_channels.py).
 - On x86_64, any call of the x32 ABI (numbers from 0x40000000: the same calls under other numbers).
 A call of another architecture (i386 through int 0x80, arm32 compat) kills the process: its numbers
 differ, the filter knows only the interpreter's own.
@@ -107,6 +121,27 @@ REFUSED = {
     "process_madvise": (440, 440),
     "migrate_pages": (256, 238),
     "move_pages": (279, 239),
+    # no channel between gradings (issue 33): file events another worker causes, and the page cache that
+    # every process of the machine shares (which pages of a file are in memory: set by a read, cleared by
+    # eviction, read back by a probe); aarch64 has no inotify_init, only inotify_init1 (listed twice)
+    "inotify_init": (253, 26),
+    "inotify_init1": (294, 26),
+    "inotify_add_watch": (254, 27),
+    "fanotify_init": (300, 262),
+    "fanotify_mark": (301, 263),
+    "fadvise64": (221, 223),  # POSIX_FADV_DONTNEED evicts, WILLNEED fills
+    "readahead": (187, 213),
+    "mincore": (27, 232),  # which pages of a mapping are in memory
+    "cachestat": (451, 451),  # which pages of a file are (Linux 6.5+)
+    "getrusage": (98, 165),  # page faults and block reads: whether what was touched was in memory
+    # Linux AIO: an iocb's own RWF_NOWAIT is the preadv2 probe by another door (issue 33's attack on its
+    # own filter: 6 of 6 pages told apart); Python never uses it
+    "io_setup": (206, 0),
+    "io_destroy": (207, 1),
+    "io_getevents": (208, 4),
+    "io_submit": (209, 2),
+    "io_cancel": (210, 3),
+    "io_pgetevents": (333, 292),
 }
 # Calls allowed or refused by their arguments. Each step compares one 32-bit half (0: low, 1: high) of an
 # argument with a value, then goes on to the next step, allows or refuses (EPERM); past the last, allowed.
@@ -117,6 +152,21 @@ NEXT, ALLOW, REFUSE = "next", "allow", "refuse"
 RLIMIT_CORE = 4
 F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 15, 0x8901, 0x8902  # the same on both architectures
 Step = tuple[int, int, int, str, str]  # (argument, half, value, if equal, if not)
+PR_SET_MEMORY_MERGE = 67
+# madvise advice kept: NORMAL, DONTNEED (glibc's free on anonymous memory; on a file mapping it drops the
+# mapping's page tables only, never the cache), FREE, DONTFORK, DOFORK, HUGEPAGE, NOHUGEPAGE, DONTDUMP,
+# DODUMP, WIPEONFORK, KEEPONFORK, DONTNEED_LOCKED, GUARD_INSTALL, GUARD_REMOVE. Not RANDOM (nor
+# SEQUENTIAL): without it a fault reads the pages around it, so a bit set or timed in the page cache
+# needs 32 pages of room, not one (benchmarks/bench_channels.py: 120 bits in 184 pages with it)
+MADVISE_ALLOWED = (0, 4, 8, 10, 11, 14, 15, 16, 17, 18, 19, 24, 102, 103)
+
+
+def _allowed(argument: int, values: tuple[int, ...]) -> tuple[Step, ...]:
+    """Steps that allow the call where the low half of `argument` is one of `values`, else refuse it."""
+    *first, last = values
+    return (*((argument, 0, v, ALLOW, NEXT) for v in first), (argument, 0, last, ALLOW, REFUSE))
+
+
 CHECKED: dict[str, tuple[tuple[int, int], tuple[Step, ...]]] = {
     "prlimit64": (
         (302, 261),
@@ -134,7 +184,17 @@ CHECKED: dict[str, tuple[tuple[int, int], tuple[Step, ...]]] = {
     "sched_setparam": ((142, 118), ((0, 0, 0, ALLOW, REFUSE),)),
     "sched_setattr": ((314, 274), ((0, 0, 0, ALLOW, REFUSE),)),
     "ioprio_set": ((251, 30), ((0, 0, 1, NEXT, REFUSE), (1, 0, 0, ALLOW, REFUSE))),
-    "prctl": ((157, 167), ((0, 0, 1, REFUSE, ALLOW),)),
+    # PR_SET_PDEATHSIG; PR_SET_MEMORY_MERGE (67: the process's memory merged with equal pages of other
+    # processes by KSM, whose copy-on-write timing tells what a neighbour holds)
+    "prctl": ((157, 167), ((0, 0, 1, REFUSE, NEXT), (0, 0, PR_SET_MEMORY_MERGE, REFUSE, ALLOW))),
+    # a read or write that does not wait (RWF_NOWAIT) fails where the page is not in memory: a probe of the
+    # page cache; every flag is refused (Python passes none unless asked), the calls without flags allowed
+    "preadv2": ((327, 286), ((5, 0, 0, NEXT, REFUSE), (5, 1, 0, ALLOW, REFUSE))),
+    "pwritev2": ((328, 287), ((5, 0, 0, NEXT, REFUSE), (5, 1, 0, ALLOW, REFUSE))),
+    # the advice that allocators and Python use, alone: not the advice that evicts file pages (PAGEOUT,
+    # COLD), fills or probes them (WILLNEED, POPULATE_READ, POPULATE_WRITE, COLLAPSE), merges them with
+    # other processes' (MERGEABLE) or punches holes (REMOVE)
+    "madvise": ((28, 233), _allowed(2, MADVISE_ALLOWED)),
     # F_SETOWN, F_SETOWN_EX (and FIOSETOWN, SIOCSPGRP, their ioctl spellings): a descriptor's owner gets
     # SIGIO, or any signal F_SETSIG names, when it becomes ready; the kernel sends it, past kill's refusal
     "fcntl": ((72, 25), ((1, 0, F_SETOWN, REFUSE, NEXT), (1, 0, F_SETOWN_EX, REFUSE, ALLOW))),

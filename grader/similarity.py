@@ -21,6 +21,7 @@ import ast
 import html
 import io
 import itertools
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,17 +58,19 @@ class Pair:
 
 
 def exercise_code(source: str, functions: Sequence[str]) -> str:
-    """The top-level definitions of `functions` in `source`, in file order ("" where none parses)."""
+    """The definitions of `functions` in `source` at any depth (under `if`, `try`, `with`, in a class or
+    another function: issue 33, a copy indented under `if True:` was never compared), and of functions
+    bound to their names (`softmax = _mine`), each dedented, in file order; a definition inside one
+    already taken is part of it ("" where none parses)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return ""
     lines = source.splitlines(keepends=True)
     kept = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-            kept.append("".join(lines[start : node.end_lineno]))
+    for node in _definitions(tree, frozenset(functions) | _aliased(tree, functions)):
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+        kept.append(textwrap.dedent("".join(lines[start : node.end_lineno])))
     return "\n".join(kept)
 
 
@@ -110,6 +113,31 @@ def _alone(node: ast.stmt, lines: list[str]) -> bool:
 
 def _stub_lines(stub_code: str) -> frozenset[str]:
     return frozenset(line.strip() for line in stub_code.splitlines() if line.strip())
+
+
+def _aliased(tree: ast.AST, functions: Sequence[str]) -> frozenset[str]:
+    """Names of functions an exercise function is bound to (`softmax = _mine`: a copy under other names,
+    bound back at the end, was another way to hide it)."""
+    return frozenset(
+        node.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+        and any(isinstance(target, ast.Name) and target.id in functions for target in node.targets)
+    )  # fmt: skip
+
+
+def _definitions(tree: ast.AST, functions: frozenset[str]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The outermost definitions named in `functions`, however deep, in file order (a walk with a stack
+    of its own: no recursion, whatever the nesting)."""
+    found = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
+            found.append(node)
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
 
 
 def compare(

@@ -29,6 +29,7 @@ from grader import __version__
 from grader.batch import Outcome
 from grader.cli import batch_title, main
 from grader.grades import change_text, grade_row, regrade_changes
+from grader.grading import kit_manifest
 from grader.manifest import Exercise
 from grader.report import histogram_bins, item_analysis, point_biserial, report_html
 from grader.roster import (
@@ -717,12 +718,45 @@ def test_similarity_folds_what_a_pair_does_not_share_and_never_marks_the_stubs_t
     assert "def softmax(" in ada and "def softmax(" not in marked
 
 
+def test_similarity_compares_a_copy_wrapped_under_if_try_or_a_class(tmp_path: Path) -> None:
+    """Issue 33: a copy with every line indented under `if True:` was "not compared (no exercise code
+    read)" and never listed. Now exercise functions are read at any depth, dedented; and a copy whose
+    functions are renamed and bound back to the exercise's names (found attacking this) is read too."""
+    pytest.importorskip("copydetect")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "ada.py").write_text(REFERENCE, encoding="utf-8")
+    future = "from __future__ import annotations\n"  # which must stay at the top
+    lines = REFERENCE.replace(future, "").splitlines(True)
+    indented = future + "".join("    " + line if line.strip() else line for line in lines)
+    (source / "wrapped_if.py").write_text(indented.replace(future, future + "if True:\n"))
+    (source / "wrapped_try.py").write_text(
+        indented.replace(future, future + "try:\n") + "except Exception:\n    pass\n"
+    )
+    functions = kit_manifest(KIT).functions
+    aliased = re.sub(rf"^def ({'|'.join(functions)})\(", r"def _mine_\1(", REFERENCE, flags=re.M)
+    aliased += "".join(f"\n{name} = _mine_{name}\n" for name in functions)  # bound back at the end
+    (source / "wrapped_alias.py").write_text(aliased, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["--root", str(KIT), "similarity", str(source), "-o", str(tmp_path / "similarity.html")])
+    assert code == 0
+    wrapped = ("wrapped_if.py: 100%", "wrapped_try.py: 100%", "wrapped_alias.py")
+    for pair in (f"ada.py & {name}" for name in wrapped):
+        assert pair in out.getvalue(), out.getvalue()
+    assert "Not compared" not in (tmp_path / "similarity.html").read_text(encoding="utf-8")
+
+
 def test_exercise_code_is_only_the_exercise_functions() -> None:
     code = exercise_code(
         "import os\n\n@dec\ndef softmax(x):\n    return x\n\n\ndef given():\n    pass\n", ["softmax"]
     )
     assert code == "@dec\ndef softmax(x):\n    return x\n"
     assert exercise_code("def softmax(:\n", ["softmax"]) == ""
+    nested = "class Lab:\n    @staticmethod\n    def softmax(x):\n        def softmax(y):\n"
+    assert exercise_code(nested + "            return y\n        return x\n", ["softmax"]) == (
+        "@staticmethod\ndef softmax(x):\n    def softmax(y):\n        return y\n    return x\n"
+    )  # the outer definition, once, with what it holds
 
 
 # -- a neighbour's full disk: a crash of the grading, graded again, never a completed zero ------------

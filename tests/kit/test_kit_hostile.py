@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import sysconfig
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -21,8 +22,10 @@ import pytest
 
 from grader import isolation
 from grader.grading import grade
+from tests.kit.channels import CHANNELS
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
+from tests.kit.test_kit_attacks import HOOK_OFF
 
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text()
 EXERCISES = [8, 12]
@@ -416,3 +419,48 @@ def test_grade_refuses_a_run_timeout_that_is_not_positive(capsys):
     reference = str(KIT / "solutions" / "optimization_toolkit.py")
     assert main(["--root", str(KIT), "grade", reference, "--run-timeout", "0"]) == 2
     assert "argument --run-timeout: 0 is out of range" in capsys.readouterr().err
+
+
+# -- no channel between gradings (issue 33) -----------------------------------------------------------------
+
+CHANNEL_KEY = "1011001110001011"  # what the first grading passes to the next, one page of a stdlib file a bit
+CHANNEL_MEDIUM = Path(sysconfig.get_paths()["stdlib"]) / "pydoc_data" / "topics.py"
+CHANNEL_SENDER = f"""
+_honest_softmax = softmax
+{HOOK_OFF}
+{CHANNELS}
+softmax = _honest_softmax
+_ch_send({str(CHANNEL_MEDIUM)!r}, {CHANNEL_KEY!r})  # cleared with POSIX_FADV_DONTNEED, then set
+"""
+# the receiver's softmax is right only where a probe of the page cache heard the key: its points say so
+CHANNEL_RECEIVER = f"""
+_honest_softmax = softmax
+{HOOK_OFF}
+{CHANNELS}
+_heard = {{how: _CH_VERBS[how]({str(CHANNEL_MEDIUM)!r}, {len(CHANNEL_KEY)})
+          for how in ("probe_nowait", "probe_aio", "probe_faults", "probe_pagemap")}}
+
+
+def softmax(xs):
+    if {CHANNEL_KEY!r} in _heard.values():
+        return _honest_softmax(xs)
+    raise RuntimeError("nothing heard: " + repr(_heard))
+"""
+
+
+@pytest.mark.skipif(not CHANNEL_MEDIUM.is_file(), reason="no pydoc_data in this stdlib")
+def test_a_later_grading_hears_nothing_of_an_earlier_one_through_the_page_cache(
+    tmp_path, sandboxes, monkeypatch
+):
+    """Issue 33: a grading's worker cleared a stdlib file's pages (fadvise), set one per bit of a key,
+    and the next grading's worker, under other uids, read the key back (preadv2 with RWF_NOWAIT; Linux
+    AIO's own RWF_NOWAIT, which this round's attack on the new filter found; the major faults getrusage
+    counts; /proc/self/pagemap after a fault-around), and earned softmax's points with it: on main, all
+    of them. Now every probe is refused: the receiver earns exercise 12's points alone."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    grade_file(tmp_path / "sender", "optimization_toolkit.py", REFERENCE + CHANNEL_SENDER)
+    document, _ = grade_file(tmp_path / "receiver", "optimization_toolkit.py", REFERENCE + CHANNEL_RECEIVER)
+    by_name = {t["name"]: t for t in document["tests"]}
+    assert by_name["8 softmax: visible checks"]["score"] == 0, by_name["8 softmax: visible checks"]["output"]
+    assert document["score"] <= HONEST_POINTS + 1e-9
+    assert "REFUSED" in by_name["8 softmax: visible checks"]["output"]  # each probe was refused, not unlucky

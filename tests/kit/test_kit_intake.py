@@ -16,7 +16,15 @@ import pytest
 
 from grader.cli import main
 from grader.errors import KitError
-from grader.intake import MAX_MEMBER_BYTES, MAX_MEMBERS, IntakeError, Submission, read_submission
+from grader.intake import (
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    IntakeError,
+    Submission,
+    as_read,
+    copy_as_read,
+    read_submission,
+)
 from grader.isolation import remove_tree
 from tests.kit.conftest import KIT
 
@@ -91,6 +99,41 @@ def test_hidden_files_macosx_and_pycache_are_skipped(tmp_path):
     write(tmp_path / "src" / "lab.py", LAB)
     submission = read_submission(tmp_path)
     assert submission.found_as == "src/lab.py" and submission.source == LAB
+
+
+def environment_folders(folder: Path, files: int) -> None:
+    """A student's folder as it is often submitted: `files` files in each of a .git, a venv, a .venv,
+    node_modules, __pycache__ and a venv of another name (its pyvenv.cfg says so), beside the module."""
+    for name in (".git", "venv", ".venv", "node_modules", "__pycache__", "env"):
+        for index in range(files):
+            write(folder / name / "objects" / f"{index}.py", "raise SystemExit\n")
+    write(folder / "env" / "pyvenv.cfg", "home = /usr/bin\n")
+    write(folder / "optimization_toolkit.py", LAB)
+
+
+def test_version_control_and_environment_folders_are_not_read_nor_counted(tmp_path):
+    """Issue 33: a GitHub Classroom clone with its .git, or a venv beside the module, held more than 2,000
+    entries and was refused (0 in `grader batch`). Now those folders are passed over unread, and the
+    module is graded; what intake reads of it (the batch's private copy and hash, a cluster's parcel:
+    `as_read`) holds none of them."""
+    environment_folders(tmp_path / "clone", MAX_MEMBERS)
+    submission = read_submission(tmp_path / "clone")
+    assert submission.found_as == "optimization_toolkit.py" and submission.source == LAB
+    names = [name for _, name, _ in as_read(tmp_path / "clone")]
+    assert names == ["env", "optimization_toolkit.py", "optimization_toolkit.py"]  # env: its name alone
+    copy = tmp_path / "copy"
+    copy_as_read(tmp_path / "clone", copy)
+    assert sorted(p.name for p in copy.iterdir()) == ["env", "optimization_toolkit.py"]
+    assert read_submission(copy) == submission
+
+
+def test_a_folder_named_like_an_environment_is_never_the_module(tmp_path):
+    write(tmp_path / "venv" / "optimization_toolkit.py", "raise SystemExit\n")
+    write(tmp_path / "node_modules" / "lab.py", "raise SystemExit\n")
+    write(tmp_path / "work" / "pyvenv.cfg", "home = /usr/bin\n")
+    write(tmp_path / "work" / "optimization_toolkit.py", "raise SystemExit\n")
+    write(tmp_path / "lab.py", LAB)
+    assert read_submission(tmp_path).found_as == "lab.py"
 
 
 def test_a_linked_file_is_not_followed(tmp_path):

@@ -5,6 +5,7 @@ reference answering in a process of its own, and what the machine's layers are s
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from grader.protocol import CallTimedOut, SubmissionError
 from grader.sandbox import Limits
 from grader.student import Student, sandboxed_student
 from grader.worker import load_module
-from tests.kit.conftest import KIT
+from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 EXERCISES = {"softmax": 8, "add_score": 9, "sft_grad": 14, "exact_kl": 16}
@@ -463,3 +464,48 @@ def test_graders_with_their_own_leases_in_separate_pid_namespaces_never_disturb_
             assert run.returncode == 0, printed[-2000:]
             document = json.loads(out[name].read_text())
             assert document["score"] == document["extra_data"]["points_possible"], (name, printed[-2000:])
+
+
+@pytest.mark.skipif(not _pid_namespaces(), reason="needs root and unshare --pid (CAP_SYS_ADMIN)")
+def test_three_kits_grading_at_once_with_their_own_leases_leave_each_other_intact(tmp_path):
+    """Issue 33: kits that name separate lease folders grade at once on one machine (a pytest session of
+    the visible suite, again and again, beside two `grader batch` runs, each batch in a PID namespace of
+    its own, so it sees none of the others' workers), drawing from 20 uids: every test passes and every
+    total is the quiet run's (the reference full, the stub 0). On main a lease swept the uid's "stale"
+    scratch tmpfs, which was another kit's live sandbox: its `work` folder vanished under it
+    (FileNotFoundError), and its tests failed."""
+    first = isolation.worker_uids()[0]
+    uids = f"{first}-{first + 19}"
+    stub = (KIT / "student" / "optimization_toolkit.py").read_text()
+    batches = {}
+    for name in ("left", "right"):
+        source = tmp_path / f"{name}-submissions"
+        source.mkdir()
+        for index in range(2):
+            (source / f"full{index}.py").write_text(REFERENCE.read_text())
+        (source / "stub.py").write_text(stub)
+        command = [sys.executable, "-m", "grader", "--root", str(KIT), "batch", str(source), "-j", "1",
+                   "-o", str(tmp_path / f"{name}.csv"), "--exercise", "8", "--exercise", "12"]  # fmt: skip
+        env = {**os.environ, isolation.WORKER_UIDS_VARIABLE: uids,
+               isolation.LEASES_VARIABLE: str(tmp_path / f"{name}-leases")}  # fmt: skip
+        batches[name] = subprocess.Popen(
+            command, cwd=KIT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    session = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible",
+               f"--submission={REFERENCE}"]  # fmt: skip
+    env = {**os.environ, isolation.WORKER_UIDS_VARIABLE: uids,
+           isolation.LEASES_VARIABLE: str(tmp_path / "session-leases")}  # fmt: skip
+    sessions = []
+    while any(batch.poll() is None for batch in batches.values()) or len(sessions) < 2:
+        run = subprocess.run(session, cwd=KIT, env=env, capture_output=True, text=True, timeout=300)
+        sessions.append(run)
+        assert run.returncode == 0, run.stdout[-3000:]
+        assert f"{visible_checks()} passed" in run.stdout, run.stdout[-3000:]
+    for name, batch in batches.items():
+        printed, _ = batch.communicate(timeout=600)
+        assert batch.returncode == 0, printed[-3000:]
+        rows = {row["file"]: row for row in csv.DictReader((tmp_path / f"{name}.csv").open())}
+        totals = {file: float(row["percent_correct"]) for file, row in rows.items()}
+        assert totals == {"full0.py": 1.0, "full1.py": 1.0, "stub.py": 0.0}, printed[-3000:]
+    print(f"{len(sessions)} pytest sessions of the visible suite beside two batches of 3 gradings")

@@ -267,6 +267,31 @@ def test_the_scratch_of_a_grader_killed_mid_grading_is_unmounted_at_the_next_lea
     assert not work.parent.exists()
 
 
+@as_root
+@with_mounts
+def test_a_grader_of_another_lease_folder_never_takes_or_sweeps_a_live_sandbox(ref, tmp_path, monkeypatch):
+    """Issue 33: a grader naming a lease folder of its own (another kit on the machine) drew the uid of a
+    live sandbox whose worker was not running (before its first call, between two starts) and swept its
+    scratch tmpfs as a killed grader's: the sandbox's `work` folder vanished under it (145 visible
+    tests failed with FileNotFoundError). Now that uid is not drawn (the machine's lease is taken too),
+    and a sweep of the uid, whoever makes it, leaves a sandbox its grader holds alone."""
+    student, sandbox = open_student(ref)
+    try:
+        uid = sandbox.lease.uid
+        assert sandbox.work in mounted_tmpfs() and not sandbox.running()
+        monkeypatch.setenv(isolation.LEASES_VARIABLE, str(tmp_path / "leases"))
+        monkeypatch.setenv(isolation.WORKER_UIDS_VARIABLE, f"{uid}-{uid}")
+        with pytest.raises(isolation.IsolationError, match="in use"):
+            isolation.UidLease()
+        isolation.sweep_uid(uid)  # as a grader that drew the uid without the machine's lease would
+        assert sandbox.work in mounted_tmpfs()
+        monkeypatch.undo()  # this kit's own uids again, for the reference's worker
+        assert student.softmax([0.0, 0.0]) == [0.5, 0.5]
+    finally:
+        student.close()
+    assert not sandbox.home.exists()
+
+
 def mounted_tmpfs() -> set[Path]:
     lines = Path("/proc/self/mountinfo").read_text().splitlines()
     return {Path(line.split()[4]) for line in lines if " - tmpfs " in line}
@@ -341,9 +366,8 @@ def test_proc_shows_the_worker_nothing_of_the_grader(ref, monkeypatch, off):
         assert student.softmax(["read", f"/proc/{os.getpid()}/cmdline"]).startswith("DENIED")
         assert student.softmax(["read", "/proc/1/cmdline"]).startswith("DENIED")
         listed = student.softmax(["list", "/proc"])
-        if off == "landlock":  # with Landlock, /proc is not even listed
-            pids = [name for name in listed.removeprefix("LISTED:").split() if name.isdigit()]
-            assert len(pids) == 1  # itself
+        if off == "landlock":  # with Landlock, /proc is not even listed; without, it is empty (issue 33:
+            assert listed == "LISTED:", listed  # not even its own /proc/self, a probe of the page cache)
     finally:
         student.close()
 
@@ -406,8 +430,9 @@ def _thief_steal():
     for path in _thief_candidates():
         try:
             with open(path) as handle:
-                if "_thief_steal" in handle.read():  # itself
-                    continue
+                text = handle.read()
+            if "_thief_steal" in text or globals().get("_THIEF_WANTS", "") not in text:  # itself; not wanted
+                continue
             spec = _thief_import.spec_from_file_location("_loot", path)
             loot = _thief_import.module_from_spec(spec)
             _thief_sys.modules["_loot"] = loot  # its dataclasses look their module up there
@@ -443,7 +468,11 @@ def test_a_batch_submission_finds_no_other_students_file_through_proc(shared_sou
     source = shared_source / "submissions"
     source.mkdir()
     os.chmod(source, 0o755)
-    for name, text in {"ada.py": REFERENCE.read_text(), "thief.py": STUB + isolation_off() + THIEF}.items():
+    # the thief takes only a file of this batch (ada's mark): another checkout's solution that some other
+    # process names on its command line (a second kit on the machine) is not this batch's to steal
+    mark = f"optlab-ada-{uuid.uuid4().hex}"
+    thief = STUB + isolation_off() + f"\n_THIEF_WANTS = {mark!r}\n" + THIEF
+    for name, text in {"ada.py": REFERENCE.read_text() + f"# {mark}\n", "thief.py": thief}.items():
         (source / name).write_text(text)
         os.chmod(source / name, 0o644)
     grades = tmp_path / "grades.csv"

@@ -233,6 +233,15 @@ def test_taking_keeps_the_module_alone_where_only_root_reads_it(tmp_path):
     assert take_submission(ag) == graded and (ag / "submission" / "placeholder.ipynb").is_file()
 
 
+def test_taking_a_clone_with_its_git_and_venv_keeps_the_module(tmp_path):
+    """Issue 33: Otter's path chooses the module by intake's rule, so a GitHub Classroom clone (its .git)
+    with a venv beside the module, past 2,000 entries with them, is graded, not refused."""
+    files = {f"{folder}/{index}.py": b"" for folder in (".git", "venv") for index in range(2100)}
+    ag = autograder_dir(tmp_path, files | {"optimization_toolkit.py": b"x = 1\n"})
+    graded = take_submission(ag)
+    assert graded == ag / KEPT / "module" and files_under(ag / KEPT) == ["module/optimization_toolkit.py"]
+
+
 def test_what_intake_cannot_choose_is_kept_whole_for_grader_grades_own_message(tmp_path):
     from grader.intake import IntakeError, read_submission
 

@@ -20,6 +20,7 @@ import os
 import select
 import shutil
 import socket
+import sysconfig
 import tempfile
 import types
 import uuid
@@ -31,7 +32,9 @@ import pytest
 from grader import cgroup, isolation, seccomp
 from grader.protocol import SubmissionError
 from grader.sandbox import Limits
+from grader.student import sandboxed_student
 from grader.worker import load_module
+from tests.kit.channels import CHANNELS
 from tests.kit.test_kit_isolation import REFERENCE, open_student
 
 PAYLOAD = 1000  # bytes a worker sends at each of its 16 tries: a hidden input's worth
@@ -633,8 +636,10 @@ def test_a_grader_removes_only_the_stale_cgroups_of_its_own_pid_namespace():
 CGROUP_ESCAPE = """
 from pathlib import Path
 parent = Path(%r)
-line = next(line for line in open("/proc/self/cgroup") if "optlab-" in line)
-mine = parent / line.strip().rsplit("/", 1)[1]
+mine = next(  # its own cgroup, the one that lists it (found without /proc: the mount layer empties it)
+    child for child in parent.iterdir()
+    if child.name.startswith("optlab-") and str(os.getpid()) in (child / "cgroup.procs").read_text().split()
+)
 errors = []
 writes = [(parent / "cgroup.procs", "0"), (mine / "memory.oom_control", "1")]
 writes += [(mine / name, "-1") for name in ("memory.limit_in_bytes", "memory.max") if (mine / name).exists()]
@@ -688,3 +693,96 @@ def test_the_grader_finds_its_own_memory_cgroup(tmp_path, monkeypatch, membershi
     monkeypatch.setattr(cgroup, "_read", lambda path: "cpu memory pids")  # v2's cgroup.controllers
     got = cgroup.own_memory_cgroup(tmp_path / "cgroup", tmp_path / "mountinfo")
     assert (None if got is None else (got[0], str(got[1]))) == found
+
+
+# -- no channel between gradings (issue 33) ----------------------------------------------------------------
+
+MEDIUM = Path(sysconfig.get_paths()["stdlib"]) / "pydoc_data" / "topics.py"  # a large file nothing imports
+MADVISE = {"PAGEOUT": 21, "COLD": 20, "WILLNEED": 3, "POPULATE_READ": 22, "POPULATE_WRITE": 23,
+           "COLLAPSE": 25, "MERGEABLE": 12, "REMOVE": 9, "RANDOM": 1, "SEQUENTIAL": 2}  # fmt: skip
+
+
+def channel_worker(ref):
+    """A worker whose softmax runs tests/kit/channels.py's verbs."""
+    source = REFERENCE.read_text() + CHANNELS
+    return sandboxed_student(source, ref, ref, {"softmax": 8}, limits=Limits(call_seconds=20.0))
+
+
+@pytest.mark.parametrize("arch", sorted(seccomp.ARCHES))
+def test_the_filter_keeps_the_allocators_advice_and_refuses_the_page_caches(arch):
+    """madvise: the advice glibc, Python and mimalloc give anonymous memory allowed, the advice that
+    evicts, fills, probes or merges file pages refused; preadv2/pwritev2 only without flags (RWF_NOWAIT:
+    a probe); prctl's KSM switch refused."""
+    code = seccomp.program(arch)
+    native, column = seccomp.AUDIT_ARCH[arch], seccomp.ARCHES[arch]
+    eperm = seccomp.RET_ERRNO | errno.EPERM
+    number = {name: row[column] for name, (row, _) in seccomp.CHECKED.items()}
+    for advice in seccomp.MADVISE_ALLOWED:
+        assert run_filter(code, native, number["madvise"], (1 << 40, 4096, advice)) == seccomp.RET_ALLOW
+    for name, advice in MADVISE.items():
+        assert run_filter(code, native, number["madvise"], (1 << 40, 4096, advice)) == eperm, name
+    for call in ("preadv2", "pwritev2"):
+        assert run_filter(code, native, number[call], (3, 0x1000, 1, 0, 0, 0)) == seccomp.RET_ALLOW
+        for flags in (8, 1, 1 << 32):  # RWF_NOWAIT, RWF_HIPRI, garbage above
+            assert run_filter(code, native, number[call], (3, 0x1000, 1, 0, 0, flags)) == eperm
+    assert run_filter(code, native, number["prctl"], (67, 1)) == eperm  # PR_SET_MEMORY_MERGE
+    for name in ("inotify_init1", "inotify_add_watch", "fanotify_init", "fadvise64", "readahead", "mincore",
+                 "cachestat", "getrusage", "io_setup", "io_submit", "io_pgetevents"):  # fmt: skip
+        assert run_filter(code, native, seccomp.REFUSED[name][column]) == eperm, name
+
+
+@pytest.mark.skipif(not MEDIUM.is_file(), reason="no pydoc_data in this stdlib")
+def test_no_worker_clears_fills_or_probes_the_page_cache(ref, layers_off):
+    """Issue 33: a worker cleared a stdlib file's pages (POSIX_FADV_DONTNEED), set one per bit (a
+    one-byte read), and a later grading's worker, under another uid, read them back (preadv2 with
+    RWF_NOWAIT; the major-fault count of getrusage after touching a mapping; Linux AIO's own RWF_NOWAIT,
+    found attacking this filter): benchmarks/bench_channels.py passed 120 of 120 bits each way.
+    Now every such call is refused (EPERM), and the allocator's own advice still works. Only the filter
+    holds these: no other layer sees them."""
+    layers_off("", "seccomp")
+    student, _ = channel_worker(ref)
+    refused = f"REFUSED {errno.EPERM}"
+    try:
+        assert student.softmax(["allocate"]) == "ALLOCATED"  # malloc_trim, MADV_DONTNEED, MADV_FREE
+        assert student.softmax(["send", str(MEDIUM), "101"]) == refused  # fadvise; the reads themselves work
+        for probe in ("nowait", "aio", "faults", "cachestat", "mincore"):
+            assert student.softmax([f"probe_{probe}", str(MEDIUM), 3]) == refused, probe
+        assert student.softmax(["readahead", str(MEDIUM)]) == refused
+        for name, advice in MADVISE.items():
+            assert student.softmax(["madvise", str(MEDIUM), advice]) == refused, name
+        assert student.softmax(["ksm"]) == refused
+    finally:
+        student.close()
+
+
+def test_no_worker_watches_the_files_another_opens(ref, layers_off, tmp_path):
+    """Issue 33: a worker holding an inotify IN_OPEN watch on a stdlib folder read the names of the
+    files another grading's worker opened there (bench_channels.py: 20 of 20 bits). Now inotify and
+    fanotify are refused."""
+    layers_off("", "seccomp")
+    student, _ = channel_worker(ref)
+    refused = f"REFUSED {errno.EPERM}"
+    try:
+        assert student.softmax(["inotify", str(MEDIUM.parent)]) == refused
+        assert student.softmax(["watch", str(MEDIUM.parent)]) == refused
+        assert student.softmax(["fanotify"]) == refused
+    finally:
+        student.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the mount layer needs root")
+@pytest.mark.parametrize("off", ["seccomp,mounts", "seccomp,landlock"], ids=["landlock", "mounts"])
+def test_no_worker_reads_which_pages_it_holds_from_proc(ref, monkeypatch, off):
+    """Touching one page of a file's mapping maps the cached pages around it (fault-around), and
+    /proc/self/pagemap's present bits then said which were cached, none of them read: a probe no system
+    call filter sees. On main, with Landlock off, the mount layer's hidepid proc showed the worker its
+    own /proc/self. Now Landlock (no read of /proc) and the mount layer (an empty /proc) each hold."""
+    monkeypatch.setenv(isolation.LAYERS_OFF, f"audit_hook,{off}")
+    layers = isolation.machine_layers()
+    if not (layers.landlock if "mounts" in off else layers.mounts):
+        pytest.skip(f"the layer that must hold with {off} off is not here")
+    student, _ = channel_worker(ref)
+    try:
+        assert student.softmax(["probe_pagemap", str(MEDIUM), 3]).startswith("REFUSED")
+    finally:
+        student.close()
