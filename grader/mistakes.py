@@ -416,9 +416,10 @@ def corpus_failures(graded: Iterable[Graded]) -> list[str]:
                            "keeps every promise")  # fmt: skip
             continue
         if not g.caught:
+            about = g.mistake.promise or f"this {g.mistake.label} slip"  # a label given without a promise
             out.append(
                 f"{where}: full marks on exercise {g.mistake.exercise} ({g.own_points:g}/{g.own_max:g}): "
-                f"no check asks about {g.mistake.promise} ({g.mistake.says})"
+                f"no check asks about {about} ({g.mistake.says})"
             )
         if lost := g.lost_elsewhere:
             shown = ", ".join(f"exercise {e} -{points:g}" for e, points in sorted(lost.items()))

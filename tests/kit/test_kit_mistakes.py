@@ -426,3 +426,11 @@ def test_label_figures_give_the_median_share_kept_and_the_edge_slips_losing_more
     assert (edge.label, edge.count, edge.caught, edge.median_share, edge.below_half) == (
         "edge", 4, 4, 0.625, ("e2",)
     )  # fmt: skip
+
+
+def test_a_missed_mistake_without_a_promise_is_named_by_its_label() -> None:
+    (failure,) = corpus_failures([_graded("e5", "edge", 4.0), _graded("right", "", 4.0, correct=True)])
+    assert (
+        failure
+        == "ex08.toml: e5: full marks on exercise 8 (4/4): no check asks about this edge slip (a fixture)"
+    )
