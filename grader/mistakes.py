@@ -10,6 +10,13 @@ answers, so it cannot lose points; the one way around this, a mistake that chang
 functions read (a global), is graded on every exercise when its edit names such state
 (`touches_module_state`), and `scope="all"` grades every mistake so.
 
+A mistake has a label: "core" (it breaks its function's main result) or "edge" (a slip of form, one
+edge case, a boundary), given in its entry or derived from its promise's kind (value: core, any other:
+edge); an entry with a label may leave the promise out (its exercise is then its function's). An entry
+with `correct = true` is a correct rewrite (other code keeping every promise): it must keep full marks
+on every exercise it is graded on. The report's figures per label (issue 30): the median share of its
+exercise a mistake keeps, and the edge slips that lose more than half.
+
 Nothing here ships: it is the kit's own measure of its suites (scripts/mistakes.py, the kit's test).
 """
 
@@ -18,12 +25,14 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import re
+import statistics
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.layout import MODULE_FILE, REFERENCE
 from grader.manifest import Manifest
@@ -31,7 +40,24 @@ from grader.reference import Reference, parse_reference
 
 CORPUS = Path("tests/kit/mistakes")
 PROMISES = Path("tests/promises")
+# Every entry's text fields (`promise` may be left out beside a label or `correct = true`); optional:
+# `label` (one of LABELS) and `correct` (true for a correct rewrite).
 FIELDS = ("id", "function", "promise", "says", "old", "new")
+LABELS = ("core", "edge")
+HALF = 0.5  # an edge slip keeping less than this share of its exercise loses "more than half"
+CORE_KEEPS = 0.4  # the most of its exercise a core mistake should keep (issue 30)
+
+
+class Promised(NamedTuple):
+    """What the corpus needs of a promise: its function, and its kind (grader.promises.KINDS)."""
+
+    function: str
+    kind: str
+
+
+def label_of_kind(kind: str) -> str:
+    """A promise's kind as a mistake's label: breaking the main result (value) is core, the rest edge."""
+    return "core" if kind == "value" else "edge"
 
 
 @dataclass(frozen=True)
@@ -40,21 +66,24 @@ class Mistake:
 
     id: str
     function: str
-    promise: str
+    promise: str  # "" where the entry gives a label and no promise
     says: str
-    exercise: int  # the exercise of the promise's function: where the mistake must cost points
+    exercise: int  # the exercise of its function: where the mistake must cost points
     file: str  # the corpus file it came from, as errors name it
     source: str = field(repr=False)
     new: str = field(default="", repr=False)  # the edit's new text
+    label: str = ""  # core or edge; "" for a correct rewrite
+    correct: bool = False  # a correct rewrite: must keep full marks everywhere
 
 
-def read_promises(folder: Path) -> dict[str, str]:
-    """Promise id -> its function, from every tests/promises/exNN.toml (an empty map without the folder)."""
-    out: dict[str, str] = {}
+def read_promises(folder: Path) -> dict[str, Promised]:
+    """Promise id -> its function and kind, from every tests/promises/exNN.toml (an empty map without
+    the folder)."""
+    out: dict[str, Promised] = {}
     for path in sorted(folder.glob("ex*.toml")) if folder.is_dir() else ():
         for promise in tomllib.loads(path.read_text(encoding="utf-8")).get("promise", []):
             if isinstance(promise, dict) and isinstance(promise.get("id"), str):
-                out[promise["id"]] = str(promise.get("function", ""))
+                out[promise["id"]] = Promised(str(promise.get("function", "")), str(promise.get("kind", "")))
     return out
 
 
@@ -62,7 +91,7 @@ def load_corpus(
     folder: Path,
     reference: Reference,
     manifest: Manifest,
-    promises: dict[str, str],
+    promises: Mapping[str, Promised],
     exercise_functions_only: bool = True,
 ) -> tuple[list[Mistake], list[str]]:
     """Every mistake of the corpus files in `folder`, applied to `reference`, and one line per bad
@@ -94,28 +123,63 @@ def load_corpus(
             if problem is not None or source is None:
                 problems.append(f"{name}: {ident}: {problem}")
                 continue
-            exercise = exercise_of[promises[entry["promise"]]]
-            function, promise, says, new = (entry[k] for k in ("function", "promise", "says", "new"))
-            mistakes.append(Mistake(ident, function, promise, says, exercise, name, source, new))
+            mistakes.append(_mistake(entry, ident, name, source, exercise_of, promises))
     return mistakes, problems
 
 
+def _mistake(
+    entry: dict,
+    ident: str,
+    file: str,
+    source: str,
+    exercise_of: dict[str, int],
+    promises: Mapping[str, Promised],
+) -> Mistake:
+    """A checked entry as a Mistake: its exercise its promise's function's (else its own function's), its
+    label given or its promise's kind's."""
+    promise = entry.get("promise", "")
+    correct = entry.get("correct", False) is True
+    owner = promises[promise].function if promise else entry["function"]
+    label = "" if correct else entry.get("label") or label_of_kind(promises[promise].kind)
+    function, says, new = (entry[k] for k in ("function", "says", "new"))
+    return Mistake(ident, function, promise, says, exercise_of[owner], file, source, new, label, correct)
+
+
 def _entry_problem(
-    entry: dict, seen: set[str], exercise_of: dict[str, int], promises: dict[str, str], exercise_only: bool
+    entry: dict,
+    seen: set[str],
+    exercise_of: dict[str, int],
+    promises: Mapping[str, Promised],
+    exercise_only: bool,
 ) -> str | None:
+    correct = entry.get("correct", False)
+    if not isinstance(correct, bool):
+        return "correct must be true or false"
+    label = entry.get("label")
+    if label is not None and label not in LABELS:
+        return f"label must be one of {', '.join(LABELS)}, not {label!r}"
+    optional = {"promise"} if correct or label is not None else set()
     missing = [  # `new` may be empty: the mistake leaves something out
-        key for key in FIELDS if not isinstance(entry.get(key), str) or (not entry[key] and key != "new")
+        key
+        for key in FIELDS
+        if (key not in optional or key in entry)
+        and (not isinstance(entry.get(key), str) or (not entry[key] and key != "new"))
     ]
     if missing:
         return f"needs {', '.join(missing)} (text)"
     if entry["id"] in seen:
         return "this id is used twice"
+    function = entry["function"]
+    if "promise" not in entry:  # a label or a correct rewrite: the exercise is its function's
+        return _edit_problem(entry) if function in exercise_of else (
+            f"{function} is not an exercise function (grader/exercises.toml): name the promise it breaks"
+        )  # fmt: skip
     if entry["promise"] not in promises:
         return f"promise {entry['promise']!r} is in no file of {PROMISES.as_posix()}/"
-    own = exercise_of.get(promises[entry["promise"]])
+    owner = promises[entry["promise"]].function
+    own = exercise_of.get(owner)
     if own is None:
-        return f"promise {entry['promise']!r} is of {promises[entry['promise']]!r}, no exercise function"
-    function = entry["function"]
+        return f"promise {entry['promise']!r} is of {owner!r}, no exercise function"
     if function in exercise_of and exercise_of[function] != own:
         return (
             f"{function} is exercise {exercise_of[function]}'s, its promise {entry['promise']!r} "
@@ -123,9 +187,11 @@ def _entry_problem(
         )
     if exercise_only and function not in exercise_of:
         return f"{function} is not an exercise function (grader/exercises.toml)"
-    if entry["old"] == entry["new"]:
-        return "old and new are the same"
-    return None
+    return _edit_problem(entry)
+
+
+def _edit_problem(entry: dict) -> str | None:
+    return "old and new are the same" if entry["old"] == entry["new"] else None
 
 
 def apply_edit(reference: Reference, function: str, old: str, new: str) -> tuple[str | None, str | None]:
@@ -158,13 +224,14 @@ def apply_edit(reference: Reference, function: str, old: str, new: str) -> tuple
     return source, None
 
 
-def read_kit_corpus(root: Path) -> tuple[list[Mistake], list[str]]:
-    """The corpus of the kit at `root` applied to its reference, checked against its manifest and
-    promises."""
+def read_kit_corpus(root: Path, corpus: Path | None = None) -> tuple[list[Mistake], list[str]]:
+    """The corpus of the kit at `root` (or the corpus folder `corpus`, a blind batch say) applied to
+    that kit's reference, checked against its manifest and promises."""
     from grader.grading import kit_manifest
 
     promises = read_promises(root / PROMISES)
-    return load_corpus(root / CORPUS, _reference(root), kit_manifest(root), promises)
+    folder = corpus if corpus is not None else root / CORPUS
+    return load_corpus(folder, _reference(root), kit_manifest(root), promises)
 
 
 def _reference(root: Path) -> Reference:
@@ -192,8 +259,22 @@ class Graded:
         return round(sum(self.maxima.get(self.mistake.exercise, (0.0, 0.0))), 2)
 
     @property
+    def share(self) -> float:
+        """The share of its own exercise's points it keeps (0 to 1)."""
+        return self.own_points / self.own_max if self.own_max else 1.0
+
+    @property
     def caught(self) -> bool:
         return not self.failed and self.own_points < self.own_max
+
+    @property
+    def lost(self) -> dict[int, float]:
+        """Exercise -> points lost there, for every exercise graded that lost any (its own included)."""
+        out = {}
+        for exercise, earned in self.earned.items():
+            if (points := round(sum(self.maxima[exercise]) - sum(earned), 2)) > 0:
+                out[exercise] = points
+        return out
 
     @property
     def caught_by(self) -> tuple[bool, bool]:
@@ -205,12 +286,7 @@ class Graded:
     @property
     def lost_elsewhere(self) -> dict[int, float]:
         """Exercise -> points lost there, for every other exercise that lost any."""
-        out = {}
-        for exercise, earned in self.earned.items():
-            lost = round(sum(self.maxima[exercise]) - sum(earned), 2)
-            if exercise != self.mistake.exercise and lost > 0:
-                out[exercise] = lost
-        return out
+        return {e: points for e, points in self.lost.items() if e != self.mistake.exercise}
 
 
 def touches_module_state(mistake: Mistake) -> bool:
@@ -325,20 +401,63 @@ def grade_corpus(
 
 def corpus_failures(graded: Iterable[Graded]) -> list[str]:
     """One line per mistake the suites do not handle as they must: full marks on its own exercise (not
-    caught), points lost on another exercise (fault isolation), or a grading that failed."""
+    caught), points lost on another exercise (fault isolation), or a grading that failed; and per
+    correct rewrite that loses points anywhere."""
     out = []
     for g in graded:
         where = f"{g.mistake.file}: {g.mistake.id}"
         if g.failed:
             out.append(f"{where}: the grading failed: {g.failed}")
             continue
+        if g.mistake.correct:
+            if lost := g.lost:
+                shown = ", ".join(f"exercise {e} -{points:g}" for e, points in sorted(lost.items()))
+                out.append(f"{where}: a correct rewrite loses points ({shown}): a check rejects code that "
+                           "keeps every promise")  # fmt: skip
+            continue
         if not g.caught:
+            about = g.mistake.promise or f"this {g.mistake.label} slip"  # a label given without a promise
             out.append(
                 f"{where}: full marks on exercise {g.mistake.exercise} ({g.own_points:g}/{g.own_max:g}): "
-                f"no check asks about {g.mistake.promise} ({g.mistake.says})"
+                f"no check asks about {about} ({g.mistake.says})"
             )
         if lost := g.lost_elsewhere:
             shown = ", ".join(f"exercise {e} -{points:g}" for e, points in sorted(lost.items()))
             out.append(f"{where}: loses points on another exercise ({shown}): one mistake must cost its "
                        "own exercise only")  # fmt: skip
     return out
+
+
+# -- figures per label (issue 30) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelFigures:
+    """The mistakes of one label, graded: how many, how many caught, the median share of its exercise a
+    mistake keeps, and the ids of those keeping less than HALF."""
+
+    label: str
+    count: int
+    caught: int
+    median_share: float
+    below_half: tuple[str, ...]
+
+
+def label_figures(graded: Iterable[Graded]) -> list[LabelFigures]:
+    """Per label (in LABELS' order, then any other), the figures of its graded mistakes (correct
+    rewrites and failed gradings left out)."""
+    by_label: dict[str, list[Graded]] = {}
+    for g in graded:
+        if not g.mistake.correct and not g.failed:
+            by_label.setdefault(g.mistake.label, []).append(g)
+    order = [label for label in LABELS if label in by_label] + sorted(set(by_label) - set(LABELS))
+    return [
+        LabelFigures(
+            label,
+            len(by_label[label]),
+            sum(g.caught for g in by_label[label]),
+            statistics.median(g.share for g in by_label[label]),
+            tuple(g.mistake.id for g in by_label[label] if g.share < HALF),
+        )
+        for label in order
+    ]

@@ -1,7 +1,8 @@
 """The corpus of realistic mistakes (tests/kit/mistakes/, issue 24): every one loads, costs points on its
 own exercise and none on another; every exercise has at least four. And the runner itself, on fixture
 corpora: a bad entry is named in one line, and a mistake that full marks or a broken shared helper
-would hide is found.
+would hide is found; a label (given, or from the promise's kind) and a correct rewrite (issue 30) are
+read, a correct rewrite that loses points is named, and the figures per label add up.
 
 The corpus is graded as `grader grade --exercise ...` grades (the sandbox, the suites, the scoring) on
 each mistake's own exercise and every exercise with a check that can reach its function (grader.mistakes).
@@ -19,9 +20,12 @@ from grader.grading import kit_manifest
 from grader.layout import REFERENCE
 from grader.mistakes import (
     CORPUS,
+    Graded,
     Mistake,
+    Promised,
     corpus_failures,
     grade_corpus,
+    label_figures,
     load_corpus,
     reach,
     read_kit_corpus,
@@ -34,10 +38,10 @@ from tests.kit.conftest import KIT
 MINIMUM = 4  # mistakes per exercise (issue 24)
 JOBS = len(os.sched_getaffinity(0))
 REFERENCE_MODULE = parse_reference((KIT / REFERENCE).read_text(encoding="utf-8"), REFERENCE.as_posix())
-PROMISES = {  # a fixture's promises: id -> function
-    "softmax.stable": "softmax",
-    "softmax.formula": "softmax",
-    "reinforce_grad.formula": "reinforce_grad",
+PROMISES = {  # a fixture's promises: id -> function, kind
+    "softmax.stable": Promised("softmax", "edge"),
+    "softmax.formula": Promised("softmax", "value"),
+    "reinforce_grad.formula": Promised("reinforce_grad", "value"),
 }
 
 
@@ -268,3 +272,165 @@ def test_an_edit_that_names_module_state_is_graded_on_every_exercise(tmp_path: P
     mistakes, problems = _load(folder)
     assert problems == []
     assert [touches_module_state(m) for m in mistakes] == [False, True, True]
+
+
+# -- labels, correct rewrites, other corpus folders (issue 30) -----------------------------------------
+
+
+def test_a_label_is_given_or_derived_from_the_promise_kind(tmp_path: Path) -> None:
+    """A label given stands; without one, a value promise's mistake is core and any other kind's edge;
+    with a label the promise may be left out (the exercise is the function's)."""
+    folder = _corpus(
+        tmp_path,
+        SMALLEST,  # softmax.stable: an edge promise
+        """\
+        [[mistake]]
+        id = "softmax-sums-the-logits"
+        function = "softmax"
+        promise = "softmax.stable"
+        label = "core"
+        says = "divides by the sum of the logits"
+        old = '''    z = sum(es)'''
+        new = '''    z = sum(xs)'''
+
+        [[mistake]]
+        id = "softmax-no-shift-unlabelled"
+        function = "softmax"
+        promise = "softmax.formula"
+        says = "leaves the shift out"
+        old = '''    m = max(xs)'''
+        new = '''    m = 0'''
+
+        [[mistake]]
+        id = "softmax-divides-by-one"
+        function = "softmax"
+        label = "core"
+        says = "no normalisation, no promise named"
+        old = '''    z = sum(es)'''
+        new = '''    z = 1.0'''
+        """,
+    )
+    mistakes, problems = _load(folder)
+    assert problems == []
+    assert [(m.label, m.promise, m.exercise, m.correct) for m in mistakes] == [
+        ("edge", "softmax.stable", 8, False),
+        ("core", "softmax.stable", 8, False),
+        ("core", "softmax.formula", 8, False),
+        ("core", "", 8, False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ('label = "major"', "label must be one of core, edge, not 'major'"),
+        ('correct = "yes"', "correct must be true or false"),
+        ('label = "edge"\nfunction = "zeros_like"', "zeros_like is not an exercise function"),
+        ("", "needs promise (text)"),
+    ],
+    ids=["unknown-label", "correct-not-bool", "label-on-a-given-function", "no-label-no-promise"],
+)
+def test_a_bad_label_or_correct_field_is_named(tmp_path: Path, fields: str, problem: str) -> None:
+    function = "" if "function" in fields else 'function = "softmax"\n'
+    folder = _corpus(
+        tmp_path,
+        f"""[[mistake]]\nid = "softmax-bad"\n{function}{fields}\nsays = "a fixture"
+old = "    z = sum(es)"\nnew = "    z = 1.0"\n""",
+    )
+    mistakes, problems = _load(folder)
+    assert mistakes == []
+    assert len(problems) == 1 and problems[0].startswith(
+        f"{folder.as_posix()}/ex08.toml: softmax-bad: {problem}"
+    )
+
+
+def test_a_corpus_folder_other_than_the_kits_is_read(tmp_path: Path) -> None:
+    """`scripts/mistakes.py --corpus DIR`: the folder's entries, applied to the kit's reference and checked
+    against its manifest and promises (a label stands in for a promise the batch's writer never read)."""
+    folder = _corpus(
+        tmp_path / "blind",
+        """\
+        [[mistake]]
+        id = "softmax-min"
+        function = "softmax"
+        label = "edge"
+        says = "shifts by the smallest logit"
+        old = '''    m = max(xs)'''
+        new = '''    m = min(xs)'''
+        """,
+    )
+    mistakes, problems = read_kit_corpus(KIT, folder)
+    assert problems == []
+    assert [(m.id, m.exercise, m.label, m.file) for m in mistakes] == [
+        ("softmax-min", 8, "edge", f"{folder.as_posix()}/ex08.toml")
+    ]
+
+
+def test_a_correct_rewrite_keeps_full_marks_and_one_that_loses_points_is_named(
+    tmp_path: Path, kit_reach
+) -> None:
+    """A correct rewrite (`correct = true`, no promise, no label) is no mistake: full marks is no failure
+    and it counts in no catch rate; one that loses points is named with the points it loses."""
+    folder = _corpus(
+        tmp_path,
+        """\
+        [[mistake]]
+        id = "softmax-sum-of-a-list"
+        function = "softmax"
+        correct = true
+        says = "the same sum, of a list"
+        old = '''    z = sum(es)'''
+        new = '''    z = sum(list(es))'''
+
+        [[mistake]]
+        id = "softmax-not-correct-after-all"
+        function = "softmax"
+        correct = true
+        says = "a fixture: a 'rewrite' that divides by one"
+        old = '''    z = sum(es)'''
+        new = '''    z = 1.0'''
+        """,
+    )
+    mistakes, problems = _load(folder)
+    assert problems == []
+    assert [(m.correct, m.label, m.exercise) for m in mistakes] == [(True, "", 8), (True, "", 8)]
+    right, wrong = graded = grade_corpus(KIT, mistakes, JOBS, reached=kit_reach)
+    assert right.lost == {} and wrong.lost.get(8, 0) > 0
+    failures = corpus_failures(graded)
+    assert len(failures) == 1
+    assert failures[0].startswith(f"{folder.as_posix()}/ex08.toml: softmax-not-correct-after-all: a correct "
+                                  "rewrite loses points (exercise 8 -")  # fmt: skip
+    assert label_figures(graded) == []
+
+
+def _graded(ident: str, label: str, earned: float, correct: bool = False) -> Graded:
+    mistake = Mistake(ident, "softmax", "", "a fixture", 8, "ex08.toml", "", "", label, correct)
+    return Graded(mistake, {8: (0.0, earned)}, {8: (0.0, 4.0)})
+
+
+def test_label_figures_give_the_median_share_kept_and_the_edge_slips_losing_more_than_half() -> None:
+    graded = [
+        _graded("c1", "core", 0.0),
+        _graded("c2", "core", 1.0),
+        _graded("c3", "core", 4.0),  # not caught: counts in the median, not in caught
+        _graded("e1", "edge", 3.0),
+        _graded("e2", "edge", 1.0),  # keeps 25%: loses more than half
+        _graded("e3", "edge", 2.0),  # keeps exactly half: not more than half lost
+        _graded("e4", "edge", 3.5),
+        _graded("right", "", 4.0, correct=True),  # a correct rewrite: in no label's figures
+    ]
+    core, edge = label_figures(graded)
+    assert (core.label, core.count, core.caught, core.median_share, core.below_half) == (
+        "core", 3, 2, 0.25, ("c1", "c2")
+    )  # fmt: skip
+    assert (edge.label, edge.count, edge.caught, edge.median_share, edge.below_half) == (
+        "edge", 4, 4, 0.625, ("e2",)
+    )  # fmt: skip
+
+
+def test_a_missed_mistake_without_a_promise_is_named_by_its_label() -> None:
+    (failure,) = corpus_failures([_graded("e5", "edge", 4.0), _graded("right", "", 4.0, correct=True)])
+    assert (
+        failure
+        == "ex08.toml: e5: full marks on exercise 8 (4/4): no check asks about this edge slip (a fixture)"
+    )
