@@ -10,6 +10,11 @@ answers that are both nan agree on nothing (a submission could otherwise pass a 
 answering nan everywhere). Only where the expected value comes from the reference or is a literal, and
 is itself nan, may a test say ``nan_ok=True``.
 
+`expect_form` checks only the form the docstring promises: the container and scalar types at every
+level (a list is not a tuple nor a set, a bool is not an int, an int is not a float), values not
+compared. It is the one place a list and a tuple differ: a check of a `form` promise uses it, so a type
+slip fails that promise alone while expect_equal and expect_close still accept it elsewhere.
+
 `expect_pinned` is for a property that a trivial answer satisfies too (a constant, zeros, the uniform
 vector, the input unchanged): it pins the answer on fixed, non-degenerate inputs against the reference,
 so the property's test earns nothing for code that does no work (grader.trivial measures this).
@@ -66,6 +71,78 @@ def expect_close(
         raise AssertionError(
             _message(what, want, got) + (f"\n  first difference: {problem}" if problem else "")
         )
+
+
+def expect_form(got: Any, want: Any, what: str) -> None:
+    """Fail unless `got` has exactly the container and scalar types of `want` at every level (list,
+    tuple, set, frozenset, dict; str, bool, int, float, None; a class by name), values not compared.
+
+    A tuple is a record: its length is part of its form. The items of a list or set (and a dict's keys
+    and values) must each have the form of one of `want`'s items, so their number is not compared; an
+    empty container in `want` says nothing about its items."""
+    __tracebackhide__ = True
+    problem = _form_difference(got, want, "")
+    if problem is not None:
+        raise AssertionError(
+            f"{what}\n  expected: {_form(want)}\n  got:      {_form(got)}"
+            + (f"\n  first difference: {problem}" if problem else "")
+        )
+
+
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
+def _form_difference(got: Any, want: Any, path: str) -> str | None:
+    """Where `got`'s form first differs from `want`'s ("" at the top), or None where it does not."""
+    if type(got) is not type(want):
+        return f"{path} is {_form(got)}, not {_form(want)}" if path else ""
+    if isinstance(want, tuple):
+        if len(got) != len(want):
+            return f"{path or 'the tuple'} has {len(got)} item(s), not {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            if (found := _form_difference(g, w, f"{path}[{i}]")) is not None:
+                return found
+        return None
+    if isinstance(want, list) and len(got) == len(want):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            if (found := _form_difference(g, w, f"{path}[{i}]")) is not None:
+                return found
+        return None
+    if isinstance(want, dict):
+        return _items_form(list(got), list(want), f"{path} a key") or _items_form(
+            list(got.values()), list(want.values()), f"{path} a value"
+        )
+    if isinstance(want, list | set | frozenset):
+        return _items_form(list(got), list(want), f"{path} an item")
+    return None
+
+
+def _items_form(got: list, want: list, where: str) -> str | None:
+    """Where an item of `got` has the form of no item of `want` (None where `want` is empty)."""
+    kinds = {_form(w): w for w in want}  # one item of each form stands for its kind
+    for g in got if want else ():
+        if all(_form_difference(g, w, "") is not None for w in kinds.values()):
+            return f"{where.strip()} is {_form(g)}, not {' or '.join(sorted(kinds))}"
+    return None
+
+
+def _form(value: Any, depth: int = 0) -> str:
+    """A value's form as it reads in a message: ``list[float]``, ``tuple[str, list[str]]``."""
+    name = type(value).__name__
+    if not isinstance(value, _CONTAINERS) or depth >= SHOWN_DEPTH:
+        return name
+    if isinstance(value, tuple):
+        return f"{name}[{', '.join(_form(v, depth + 1) for v in value[:SHOWN])}]"
+    if isinstance(value, dict):
+        keys = _union(_form(k, depth + 1) for k in list(value)[:SHOWN])
+        values = _union(_form(v, depth + 1) for v in list(value.values())[:SHOWN])
+        return f"{name}[{keys}, {values}]" if value else name
+    items = _union(_form(v, depth + 1) for v in list(value)[:SHOWN])
+    return f"{name}[{items}]" if value else name
+
+
+def _union(forms: Iterator[str]) -> str:
+    return " | ".join(sorted(set(forms)))
 
 
 def expect_pinned(

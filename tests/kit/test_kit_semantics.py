@@ -5,7 +5,9 @@
   they were before the student's call;
 - the reference answers a worker's request only along the reference's own call graph;
 - names a submission chose reach its results as plain, escaped text;
-- a nan answer matches nothing but a nan the reference (or a literal) expects.
+- a nan answer matches nothing but a nan the reference (or a literal) expects;
+- a promised type is a checked type (issue 30, item 5): expect_form tells a list from a tuple or a set,
+  a bool from an int, an int from a float; expect_equal and expect_close still take a list for a tuple.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from grader.contract import derive_contract
-from grader.expect import expect_close
+from grader.expect import expect_close, expect_equal, expect_form
 from grader.grading import grade
 from grader.inventory import reference_contract, stored_contract
 from grader.student import in_process_student
@@ -57,6 +59,49 @@ def test_nan_never_matches_unless_the_expected_nan_is_allowed():
     with pytest.raises(AssertionError):
         expect_close(1.0, nan, "a number where the reference says nan", nan_ok=True)
     expect_close([math.inf, -math.inf], [math.inf, -math.inf], "an infinity still equals itself")
+
+
+# -- issue 30, 5. a promised type -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("got", "want"),
+    [
+        ([0.5, 0.5], [0.2, 0.3, 0.5]),  # the number of items is a value, not a form
+        (("b", [1, 2]), ("a", [3])),  # a record: its items' kinds, one by one
+        ({"x": 1.0}, {"y": 2.0, "z": 0.0}),
+        ([[1.0], []], [[2.0, 3.0]]),
+        ([0, 2], []),  # an empty container says nothing about its items
+    ],
+)
+def test_a_form_compares_types_not_values(got, want):
+    expect_form(got, want, "f()")
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "shown"),
+    [
+        ((0.5, 0.5), [0.5, 0.5], "got:      tuple[float, float]"),  # softmax: "a new list"
+        ({0, 2}, [0, 2], "got:      set[int]"),  # pareto_front: "a sorted list"
+        (["a", ("x",)], ("a", ("x",)), "got:      list[str | tuple[str]]"),  # cheapest: (name, opts)
+        ([True, False], [1, 0], "first difference: [0] is bool, not int"),
+        ([1, 2], [1.0, 2.0], "first difference: [0] is int, not float"),
+        (("a",), ("a", [1]), "the tuple has 1 item(s), not 2"),
+        ({"a": 1}, {"a": 1.0}, "a value is int, not float"),
+        (None, [1.0], "expected: list[float]"),
+    ],
+)
+def test_a_form_slip_is_named_with_both_types(got, want, shown):
+    with pytest.raises(AssertionError, match="^f\\(x\\)\n") as failed:
+        expect_form(got, want, "f(x)")
+    assert shown in str(failed.value)
+
+
+def test_value_checks_still_take_a_list_for_a_tuple():
+    # a container slip fails its form promise only, never the value checks of its function
+    for got, want in [((0.5, 0.5), [0.5, 0.5]), (["a", ["x"]], ("a", ("x",)))]:
+        expect_equal(got, want, "f(x)")
+        expect_close(got, want, "f(x)")
 
 
 def test_a_softmax_of_nans_passes_no_check_that_compares_two_of_its_answers(tmp_path):
