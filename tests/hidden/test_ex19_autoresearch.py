@@ -13,16 +13,23 @@ pytestmark = pytest.mark.exercise(19)
 
 BLOCKED = "blocked: locked file changed"
 STATUSES = ("keep", "discard", BLOCKED)
+LOCKED = ("eval.py", "program.md")
 seed = st.integers(0, 2**32 - 1)
 iters = st.integers(0, 40)
 
 
 def fields(result):
     """The result with the keep and discard entries of its log: what the loop decided, apart from how it
-    logs blocked steps (autoresearch.blocked_logged checks those)."""
+    logs blocked steps (autoresearch.blocked_logged checks those) and numbers its steps."""
     out = {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
-    out["log"] = judged(result.log)
+    out["log"] = decisions(result.log)
     return out
+
+
+def decisions(log):
+    """The keep and discard entries as (what, r, status): the step numbers are the log's form
+    (autoresearch.log checks them)."""
+    return [tuple(entry[1:]) if len(entry) == 4 else entry for entry in judged(log)]
 
 
 def judged(log):
@@ -135,7 +142,7 @@ def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, whi
         repr(result.log),
     )
     want = reference.autoresearch(n, random.Random(s), proposer_of(reference, which), guard=False)
-    expect_close(judged(result.log), want.log, f"the log of {what}", rel=1e-12, abs=1e-12)
+    expect_close(decisions(result.log), decisions(want.log), f"the log of {what}", rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.promise("autoresearch.guard_off")
@@ -235,7 +242,7 @@ class Scripted:
     """A proposer that plays a list of actions and records the files it was given."""
 
     def __init__(self, lab, actions):
-        self.lab, self.actions, self.seen, self.made = lab, actions, [], []
+        self.lab, self.actions, self.seen, self.made, self.said = lab, actions, [], [], []
 
     def __call__(self, files, rng):
         step = self.actions[len(self.seen) % len(self.actions)]
@@ -258,7 +265,8 @@ class Scripted:
             hp["depth"] = 1 + int(rng.random() * 12)
             new["train.py"] = fmt(hp)
         self.made.append(dict(new))
-        return new, "/".join(str(x) for x in step)
+        self.said.append("/".join(str(x) for x in step))
+        return new, self.said[-1]
 
 
 @pytest.mark.promise("autoresearch.proposer_calls")
@@ -269,7 +277,12 @@ def test_a_proposer_of_the_test_gets_the_current_files(student, lab, n, s, actio
     result = student.autoresearch(n, random.Random(s), proposer, guard=guard)
     what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
     expect_equal(len(proposer.seen), n, f"the number of proposer calls in {what}")
-    kept = {entry[0] for entry in result.log if len(entry) == 4 and entry[3] == "keep"}
+    start = lab.start_repo()
+    judged_steps = [
+        k for k, made in enumerate(proposer.made) if not (guard and any(made[f] != start[f] for f in LOCKED))
+    ]
+    statuses = [entry[3] for entry in judged(result.log) if len(entry) == 4]
+    kept = {k + 1 for k, status in zip(judged_steps, statuses, strict=False) if status == "keep"}
     current = lab.start_repo()
     for k in range(n):
         expect_equal(proposer.seen[k], current, f"the files given to the proposer at step {k + 1} of {what}")
@@ -305,8 +318,8 @@ def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, l
     changed = [any(made[f] != start[f] for f in ("eval.py", "program.md")) for made in proposer.made]
     expect_equal(result.blocked, sum(changed), f"blocked of {what}")
     expect_equal(
-        [entry[0] for entry in judged(result.log)],
-        [k + 1 for k in range(n) if not changed[k]],
+        [entry[1] for entry in judged(result.log) if len(entry) == 4],
+        [proposer.said[k] for k in range(n) if not changed[k]],
         f"the steps of {what} that were kept or discarded (those that left the locked files)",
     )
 
