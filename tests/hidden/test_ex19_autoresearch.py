@@ -4,7 +4,7 @@ and off), the guard's effect, the log's shape, and the keep-or-discard loop seen
 import random
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_true
@@ -335,6 +335,7 @@ def test_edits_of_program_md_are_blocked(student, reference, lab):
     expect_close(got, want, what, rel=1e-12, abs=1e-12)
 
 
+@settings(max_examples=3)  # beside named runs of the same promise
 @pytest.mark.promise("autoresearch.blocked_logged")
 @given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
 @example(6, 0, [("eval", 0.5, 0.0), ("train", 0.01, 6, 128), ("program",), ("crlf",)])
@@ -348,6 +349,7 @@ def test_blocked_steps_are_logged(student, reference, lab, n, s, actions):
     expect_close(got, want, f"the log of {what}", rel=1e-12, abs=1e-12)
 
 
+@settings(max_examples=3)  # beside named runs of the same promise
 @pytest.mark.promise("autoresearch.blocked_logged")
 @given(iters, seed)
 def test_blocked_edits_of_the_sneaky_proposer_are_logged(student, reference, lab, n, s):
@@ -385,6 +387,7 @@ def test_the_verdicts_follow_the_reported_loss(student, reference, lab, actions)
 eval_heavy = st.lists(st.one_of(eval_edit, train_edit), min_size=1, max_size=12)
 
 
+@settings(max_examples=3)  # beside named runs of the same promise
 @pytest.mark.promise("autoresearch.keep_rule")
 @given(st.integers(1, 12), eval_heavy)
 def test_drawn_verdicts_follow_the_reported_loss(student, reference, lab, n, actions):
