@@ -1182,14 +1182,20 @@ def on_policy_distill_grad(student, teacher, samples, weights=None):
 
 
 def exact_kl(p, q):
-    """KL(p || q) for two probability lists.
+    """KL(p || q) for two probability lists of the same length.
 
     The sum over i of p_i * ln(p_i / q_i) (natural logarithm), skipping the terms where p_i == 0 (0 ln 0
     counts as 0), also where q_i == 0 too; every other term counts as it is, however small p_i or q_i (no
-    smoothing). The lists have the same length, with q_i > 0 wherever p_i > 0. The order matters:
-    exact_kl(q, p) is KL(q || p).
+    smoothing, no cut-off): each term is p_i * (ln p_i - ln q_i), finite for any q_i > 0, also where the
+    quotient p_i / q_i would overflow (exact_kl([0.5, 0.5], [1e-310, 1.0]) is about 356.2, not inf).
+    Where q_i == 0 < p_i, KL(p || q) is infinite: math.inf. The order matters: exact_kl(q, p) is
+    KL(q || p).
     """
-    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0)
+    # Not the seed's p_i * ln(p_i / q_i): that overflows to inf for a subnormal q_i, and divides by zero
+    # where q_i == 0 < p_i (the KL is infinite there).
+    if any(pi > 0 and qi == 0 for pi, qi in zip(p, q)):
+        return math.inf
+    return sum(pi * (math.log(pi) - math.log(qi)) for pi, qi in zip(p, q) if pi > 0)
 
 
 def exact_reverse_kl(student, teacher):

@@ -274,6 +274,53 @@ def test_distill_grad_of_a_response_shorter_than_t(student, lab, theta, teacher_
     )
 
 
+# Batches as the docstring allows them: responses of 1 to T tokens mixed (with T = 3), a response listed
+# twice (it counts twice), weights as given (None, not summing to 1, one of them 0).
+MIXED_RESPONSE = st.tuples(
+    st.integers(0, LONG[0] - 1),
+    st.lists(st.integers(0, LONG[2] - 1), min_size=1, max_size=LONG[1]).map(tuple),
+)
+
+
+@st.composite
+def mixed_batches(draw):
+    samples = draw(st.lists(MIXED_RESPONSE, min_size=1, max_size=5))
+    if draw(st.booleans()):  # a response drawn twice
+        samples.append(samples[draw(st.integers(0, len(samples) - 1))])
+    weights = draw(
+        st.one_of(
+            st.none(),
+            st.lists(st.sampled_from([0.0, 0.25, 1.0, 2.5]), min_size=len(samples), max_size=len(samples)),
+        )
+    )
+    return samples, weights
+
+
+@pytest.mark.promise("on_policy_distill_grad.mixed_lengths")
+@given(theta=thetas(-3.0, 3.0, *LONG), teacher_theta=thetas(-3.0, 3.0, *LONG), batch=mixed_batches())
+@example(
+    theta=[[[0.0] * 3] * 3] * 2,
+    teacher_theta=[[[1.0, 0.0, 0.0]] * 3] * 2,
+    batch=([(0, (0,)), (1, (2, 1)), (0, (0, 1, 2)), (1, (2, 1))], [1.0, 0.0, 2.5, 0.25]),
+)
+@example(
+    theta=[[[0.0] * 3] * 3] * 2,
+    teacher_theta=[[[1.0, 0.0, 0.0]] * 3] * 2,
+    batch=([(1, (1,)), (0, (2, 2, 2)), (1, (1,))], None),
+)
+def test_distill_grad_of_a_batch_of_mixed_lengths_matches_the_reference(
+    student, lab, reference, theta, teacher_theta, batch
+):
+    """A batch mixing responses of 1 to T tokens (one listed twice, weights as given or None) gives the
+    reference's gradient: each response adds its own tokens only."""
+    samples, weights = batch
+    pol, teacher = lab.TabPolicy(*LONG, copy3(theta)), lab.TabPolicy(*LONG, copy3(teacher_theta))
+    args = (samples,) if weights is None else (samples, weights)
+    want = reference.on_policy_distill_grad(pol, teacher, *args)
+    got = student.on_policy_distill_grad(pol, teacher, *args)
+    expect_close(got, want, grad_call(pol, teacher, samples, weights), rel=1e-9, abs=1e-12)
+
+
 STUDENT = [[[0.5, -0.2, 0.1], [0.0, 1.0, -1.0]], [[-0.3, 0.4, 0.0], [0.2, 0.2, -0.6]]]
 TEACHER = [[[2.0, -1.0, 0.0], [0.0, -1.5, 1.0]], [[-0.5, 0.0, 1.5], [1.0, 1.0, -2.0]]]
 

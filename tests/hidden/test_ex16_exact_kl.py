@@ -1,12 +1,10 @@
-"""Exercise 16 (exact KL), hidden checks: reference comparisons and properties of KL(p || q).
-
-Inputs never have q_i == 0 < p_i: there the seed divides by zero, and the true value is +inf.
-"""
+"""Exercise 16 (exact KL), hidden checks: reference comparisons and properties of KL(p || q), tiny
+probabilities (down to subnormal q_i) counted as they are, and math.inf where q_i == 0 < p_i."""
 
 import math
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_pinned, expect_true
@@ -51,7 +49,7 @@ def pair_with_zeros(draw):
 
 
 def _direct(p, q):
-    return math.fsum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True) if pi > 0)
+    return math.fsum(pi * (math.log(pi) - math.log(qi)) for pi, qi in zip(p, q, strict=True) if pi > 0)
 
 
 def _pin(student, reference):
@@ -80,6 +78,60 @@ def test_matches_the_direct_formula_with_zeros_in_p(student, pq):
     """exact_kl is the sum of p_i ln(p_i / q_i) over p_i > 0, skipping outcomes where p_i == 0."""
     p, q = pq
     expect_close(student.exact_kl(p, q), _direct(p, q), call("exact_kl", p, q), rel=1e-9, abs=TOL)
+
+
+# One outcome of tiny probability under p (1e-13 to 1e-12: each term is below a cut-off at 1e-12) and far
+# tinier under q (down to subnormal: p_i / q_i would overflow there), the rest shared: the tiny term is
+# most of the KL, so dropping it or getting inf shows.
+tiny_p = st.sampled_from([1e-13, 3e-13, 9.9e-13])
+tinier_q = st.sampled_from([1e-200, 1e-300, 1e-310, 5e-320])
+
+
+@st.composite
+def tiny_pair(draw):
+    eps_p, eps_q = draw(tiny_p), draw(tinier_q)
+    n = draw(st.integers(1, 4))
+    rest = _normalised(draw(st.lists(st.floats(0.1, 1.0), min_size=n, max_size=n)))
+    at = draw(st.integers(0, n))
+    p = [(1.0 - eps_p) * r for r in rest]
+    q = [(1.0 - eps_q) * r for r in rest]
+    return p[:at] + [eps_p] + p[at:], q[:at] + [eps_q] + q[at:]
+
+
+@settings(max_examples=3)  # drawn beside named examples of each case
+@pytest.mark.promise("exact_kl.tiny_terms_count")
+@given(tiny_pair())
+@example(([0.5, 0.5], [1e-310, 1.0]))  # about 356.2: 0.5 / 1e-310 overflows, ln 0.5 - ln 1e-310 does not
+@example(([1e-13, 1.0 - 1e-13], [1e-300, 1.0]))  # about 6.6e-11: the tiny p_i counts
+def test_tiny_probabilities_count_as_they_are(student, pq):
+    """Terms count however small p_i or q_i: a p_i below 1e-12 is not dropped, and a subnormal q_i gives a
+    finite term, p_i (ln p_i - ln q_i), not inf."""
+    p, q = pq
+    expect_close(student.exact_kl(p, q), _direct(p, q), call("exact_kl", p, q), rel=1e-9, abs=TOL)
+
+
+@st.composite
+def pair_with_zero_q(draw):
+    """p positive where q is 0 (at least once), q a distribution elsewhere."""
+    p, q = draw(pair_with_zeros())
+    support = [i for i, pi in enumerate(p) if pi > 0]
+    where = draw(st.lists(st.sampled_from(support), min_size=1, max_size=2, unique=True))
+    q = [0.0 if i in where else qi for i, qi in enumerate(q)]
+    if sum(q) == 0:  # q's whole mass was where it is now 0: give it back elsewhere
+        q[p.index(0.0) if 0.0 in p else where[-1]] = 1.0
+    return p, _normalised(q)
+
+
+@settings(max_examples=3)  # drawn beside named examples of each case
+@pytest.mark.promise("exact_kl.zero_q_infinite")
+@given(pair_with_zero_q())
+@example(([0.5, 0.5], [0.0, 1.0]))
+@example(([1e-13, 1.0 - 1e-13], [0.0, 1.0]))  # however small p_i
+def test_is_infinite_where_q_is_zero_and_p_is_not(student, reference, pq):
+    """Where q_i == 0 < p_i, KL(p || q) is infinite: math.inf, no error."""
+    _pin(student, reference)
+    p, q = pq
+    expect_close(student.exact_kl(p, q), math.inf, call("exact_kl", p, q))
 
 
 @pytest.mark.promise("exact_kl.formula")

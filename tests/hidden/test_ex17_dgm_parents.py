@@ -339,8 +339,12 @@ def test_the_choice_is_a_member_of_the_archive(student, lab, rows, s):
 
 @pytest.mark.promise("choose_parent.unknown_mode")
 @given(st.text(max_size=8).filter(lambda m: m not in ("dgm", "greedy", "uniform")), seed)
+@example("DGM", 0)  # the names are case-sensitive
+@example("Greedy", 1)
+@example("uniform ", 2)  # a trailing space is another name
+@example("", 3)
 def test_an_unknown_mode_raises_value_error(student, lab, mode, s):
-    """An unknown mode raises ValueError."""
+    """An unknown mode raises ValueError: another spelling or case of a mode's name, the empty string."""
     archive = build(lab, [(0, frozenset(), 0.2, None), (1, frozenset({"retry"}), 0.25, 0)])
     with pytest.raises(ValueError):
         student.choose_parent(archive, random.Random(s), mode)

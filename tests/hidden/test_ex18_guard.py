@@ -2,6 +2,7 @@
 change, missing or renamed locked files, changes to unlocked files and the empty lock set."""
 
 import hashlib
+import itertools
 
 import pytest
 from hypothesis import example, given
@@ -67,9 +68,10 @@ def test_file_hash_is_the_sha256_hex_digest_of_the_utf8_text(student, t):
 
 
 @pytest.mark.promise("guard_ok.passes_unchanged")
-@given(repos(min_locked=0))
+@given(repos())
 def test_guard_passes_for_unchanged_files(student, reference, repo):
-    """The guard passes when every locked file is present and unchanged."""
+    """The guard passes when every locked file is present and unchanged (one locked file or more: the
+    empty lock set is an edge of its own)."""
     _pin(student, reference)
     files, locked = repo
     expect_verdict(student.guard_ok(dict(files), locked), True, call("guard_ok", files, locked))
@@ -133,6 +135,66 @@ def test_guard_fails_when_a_locked_file_is_renamed(student, reference, repo, dat
     new_name = data.draw(name.filter(lambda n: n not in files))
     files[new_name] = files.pop(target)
     expect_verdict(student.guard_ok(files, locked), False, call("guard_ok", files, locked))
+
+
+# Byte changes of a locked file that leave its text looking the same, or nearly: line endings, a lone CR,
+# whitespace at the end, a byte order mark, a composed character decomposed (NFC to NFD), a no-break space
+# for a space, a zero-width space; and a change at the first or last character.
+LOOKALIKE = {
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+    "lone-cr": lambda t: t.replace("\n", "\r", 1),
+    "trailing-space": lambda t: t.replace("\n", " \n", 1),
+    "no-final-newline": lambda t: t[:-1],
+    "bom": lambda t: "\ufeff" + t,
+    "nfd": lambda t: t.replace("\u00e9", "e\u0301"),
+    "nbsp": lambda t: t.replace(" ", "\u00a0", 1),
+    "zero-width": lambda t: t.replace("=", "=\u200b", 1),
+    "first-char": lambda t: "S" + t[1:],
+    "last-char": lambda t: t[:-1] + "\r",
+}
+LOCKED_TEXT = {"eval.py": "scale=1\noffset=0\n", "program.md": "Edit train.py only. Caf\u00e9 rules.\n"}
+
+
+@pytest.mark.promise("guard_ok.fails_on_change")
+def test_guard_fails_for_a_byte_change_that_looks_the_same(student, reference):
+    """Any byte change of a locked file fails the guard, also one that looks the same: CRLF for LF, a lone
+    CR, a trailing space, the final newline removed, a byte order mark, a decomposed accent, a no-break
+    or zero-width space, the first or last character."""
+    _pin(student, reference)
+    files = dict(LOCKED_TEXT, **{"train.py": "lr=0.02\n"})
+    locked = {n: sha(t) for n, t in LOCKED_TEXT.items()}
+    for change, target in itertools.product(sorted(LOOKALIKE), ("eval.py", "program.md")):
+        new = LOOKALIKE[change](files[target])
+        if new == files[target]:
+            continue
+        changed = dict(files, **{target: new})
+        expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
+
+
+# Locked files missing in every way the docstring names: deleted (the first, the last, every one, an empty
+# one), renamed (another case, a suffix), with unlocked files left or none at all.
+MISSING = {
+    "first": lambda f: {k: v for k, v in f.items() if k != "eval.py"},
+    "last": lambda f: {k: v for k, v in f.items() if k != "program.md"},
+    "all-locked": lambda f: {"train.py": f["train.py"]},
+    "no-files": lambda f: {},
+    "renamed-case": lambda f: {("Eval.py" if k == "eval.py" else k): v for k, v in f.items()},
+    "renamed-suffix": lambda f: {(k + ".bak" if k == "program.md" else k): v for k, v in f.items()},
+    "empty-deleted": lambda f: {k: v for k, v in f.items() if k != "notes.md"},
+}
+
+
+@pytest.mark.promise("guard_ok.missing_fails")
+def test_guard_fails_for_a_missing_locked_file_whichever(student, reference):
+    """A locked file missing from files fails the guard (False, not an error): the first or last locked
+    file deleted, every one, no files at all, a locked file renamed (another case, a suffix), an empty
+    locked file deleted."""
+    _pin(student, reference)
+    files = dict(LOCKED_TEXT, **{"train.py": "lr=0.02\n", "notes.md": ""})
+    locked = {n: sha(files[n]) for n in ("eval.py", "notes.md", "program.md")}
+    for how in sorted(MISSING):
+        changed = MISSING[how](files)
+        expect_verdict(student.guard_ok(changed, locked), False, call("guard_ok", changed, locked))
 
 
 @pytest.mark.promise("guard_ok.unlocked_ignored")

@@ -4,7 +4,7 @@ and off), the guard's effect, the log's shape, and the keep-or-discard loop seen
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_equal, expect_true
@@ -13,12 +13,28 @@ pytestmark = pytest.mark.exercise(19)
 
 BLOCKED = "blocked: locked file changed"
 STATUSES = ("keep", "discard", BLOCKED)
+LOCKED = ("eval.py", "program.md")
 seed = st.integers(0, 2**32 - 1)
 iters = st.integers(0, 40)
 
 
 def fields(result):
-    return {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    """The result with the keep and discard entries of its log: what the loop decided, apart from how it
+    logs blocked steps (autoresearch.blocked_logged checks those) and numbers its steps."""
+    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    out["log"] = decisions(result.log)
+    return out
+
+
+def decisions(log):
+    """The keep and discard entries as (what, r, status): the step numbers are the log's form
+    (autoresearch.log checks them)."""
+    return [tuple(entry[1:]) if len(entry) == 4 else entry for entry in judged(log)]
+
+
+def judged(log):
+    """The log's keep and discard entries, in order."""
+    return [entry for entry in log if len(entry) != 4 or entry[3] != BLOCKED]
 
 
 def proposer_of(lab, which):
@@ -40,9 +56,9 @@ def expect_same_rng(mine, theirs, what):
 
 def _one_entry_per_step(result, n, what):
     """The properties below hold for a fixed result too (one with nothing blocked and nothing kept), so
-    each also asks that the log has one entry per step of this run, and only that."""
+    each also asks that the log has a keep or discard entry for every step of this run not blocked."""
     __tracebackhide__ = True
-    expect_equal(len(result.log), n, f"the number of log entries of {what}")
+    expect_equal(len(judged(result.log)), n - result.blocked, f"the keep and discard entries of {what}")
 
 
 # -- against the reference -------------------------------------------------------------------------------
@@ -50,8 +66,11 @@ def _one_entry_per_step(result, n, what):
 
 @pytest.mark.promise("autoresearch.result")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+@example(30, 3, "sneaky", False)  # edits of eval.py kept: the reported loss drops below the true loss
+@example(25, 7, "sneaky", True)  # edits of eval.py blocked
 def test_matches_the_reference_with_the_lab_proposers(student, reference, lab, n, s, which, guard):
-    """With honest_proposer or sneaky_proposer, guard on or off, the whole result and the rng state match."""
+    """With honest_proposer or sneaky_proposer, guard on or off, the result (its keep and discard entries)
+    and the rng state match."""
     mine, theirs = random.Random(s), random.Random(s)
     what = run_text(n, s, which, guard)
     got = fields(student.autoresearch(n, mine, proposer_of(lab, which), guard=guard))
@@ -109,8 +128,10 @@ def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, refe
 
 @pytest.mark.promise("autoresearch.guard_off")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]))
+@example(30, 3, "sneaky")
 def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, which):
-    """With the guard off, no edit is blocked."""
+    """With the guard off, no edit is blocked: an edit of eval.py is kept or discarded by its reported loss
+    like any other, as the reference decides."""
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
     what = run_text(n, s, which, False)
     _one_entry_per_step(result, n, what)
@@ -120,6 +141,8 @@ def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, whi
         f"{what} logged an entry that is neither keep nor discard",
         repr(result.log),
     )
+    want = reference.autoresearch(n, random.Random(s), proposer_of(reference, which), guard=False)
+    expect_close(decisions(result.log), decisions(want.log), f"the log of {what}", rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.promise("autoresearch.guard_off")
@@ -138,11 +161,12 @@ def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, 
 
 
 @pytest.mark.promise("autoresearch.log")
-@given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
-def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
-    """The log has iters entries numbered 1..iters, each keep, discard or blocked (blocked: no loss)."""
-    result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
-    what = run_text(n, s, which, guard)
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]))
+def test_the_log_has_one_entry_per_step(student, lab, n, s, which):
+    """The log has iters entries numbered 1..iters, each keep or discard with its loss (guard off: nothing
+    is blocked)."""
+    result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
+    what = run_text(n, s, which, False)
     expect_equal(
         [entry[0] for entry in result.log], list(range(1, n + 1)), f"the step numbers in the log of {what}"
     )
@@ -162,6 +186,7 @@ def test_the_log_has_one_entry_per_step(student, lab, n, s, which, guard):
 
 @pytest.mark.promise("autoresearch.keep_rule")
 @given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+@example(30, 3, "sneaky", False)  # kept edits of eval.py: the reported loss is not the true loss
 def test_the_reported_loss_only_goes_down(student, reference, lab, n, s, which, guard):
     """Kept losses go down discarded ones are not lower; the result reports the last kept one."""
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
@@ -217,7 +242,7 @@ class Scripted:
     """A proposer that plays a list of actions and records the files it was given."""
 
     def __init__(self, lab, actions):
-        self.lab, self.actions, self.seen, self.made = lab, actions, [], []
+        self.lab, self.actions, self.seen, self.made, self.said = lab, actions, [], [], []
 
     def __call__(self, files, rng):
         step = self.actions[len(self.seen) % len(self.actions)]
@@ -240,7 +265,8 @@ class Scripted:
             hp["depth"] = 1 + int(rng.random() * 12)
             new["train.py"] = fmt(hp)
         self.made.append(dict(new))
-        return new, "/".join(str(x) for x in step)
+        self.said.append("/".join(str(x) for x in step))
+        return new, self.said[-1]
 
 
 @pytest.mark.promise("autoresearch.proposer_calls")
@@ -251,11 +277,16 @@ def test_a_proposer_of_the_test_gets_the_current_files(student, lab, n, s, actio
     result = student.autoresearch(n, random.Random(s), proposer, guard=guard)
     what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
     expect_equal(len(proposer.seen), n, f"the number of proposer calls in {what}")
-    expect_equal(len(result.log), n, f"the number of log entries of {what}")
+    start = lab.start_repo()
+    judged_steps = [
+        k for k, made in enumerate(proposer.made) if not (guard and any(made[f] != start[f] for f in LOCKED))
+    ]
+    statuses = [entry[3] for entry in judged(result.log) if len(entry) == 4]
+    kept = {k + 1 for k, status in zip(judged_steps, statuses, strict=False) if status == "keep"}
     current = lab.start_repo()
-    for k, entry in enumerate(result.log):
+    for k in range(n):
         expect_equal(proposer.seen[k], current, f"the files given to the proposer at step {k + 1} of {what}")
-        if entry[3] == "keep":
+        if k + 1 in kept:
             current = proposer.made[k]
     expect_equal(result.files, current, f"the final files of {what}")
 
@@ -277,21 +308,20 @@ def test_a_proposer_of_the_test_gives_the_reference_result(student, reference, l
 @pytest.mark.promise("autoresearch.guard_blocks_locked")
 @given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
 def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, lab, n, s, actions):
-    """With the guard on, a step is blocked exactly when its candidate changed eval.py or program.md."""
+    """With the guard on, a step is blocked exactly when its candidate changed eval.py or program.md (any
+    byte): it is counted as blocked and not judged; every other step is kept or discarded."""
     proposer = Scripted(lab, actions)
     result = student.autoresearch(n, random.Random(s), proposer, guard=True)
     what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=True)
     start = lab.start_repo()
-    expect_equal(len(result.log), n, f"the number of log entries of {what}")
-    for k, entry in enumerate(result.log):
-        made = proposer.made[k]
-        locked_changed = any(made[f] != start[f] for f in ("eval.py", "program.md"))
-        expect_true(
-            (entry[3] == BLOCKED) == locked_changed,
-            f"{what}: step {k + 1} "
-            + ("changed a locked file" if locked_changed else "left the locked files"),
-            f"log entry {entry!r}",
-        )
+    expect_equal(len(proposer.made), n, f"the number of proposer calls in {what}")
+    changed = [any(made[f] != start[f] for f in ("eval.py", "program.md")) for made in proposer.made]
+    expect_equal(result.blocked, sum(changed), f"blocked of {what}")
+    expect_equal(
+        [entry[1] for entry in judged(result.log) if len(entry) == 4],
+        [proposer.said[k] for k in range(n) if not changed[k]],
+        f"the steps of {what} that were kept or discarded (those that left the locked files)",
+    )
 
 
 @pytest.mark.promise("autoresearch.guard_blocks_locked")
@@ -303,6 +333,71 @@ def test_edits_of_program_md_are_blocked(student, reference, lab):
     got = fields(student.autoresearch(5, random.Random(0), mine, guard=True))
     want = fields(reference.autoresearch(5, random.Random(0), theirs, guard=True))
     expect_close(got, want, what, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=3)  # beside named runs of the same promise
+@pytest.mark.promise("autoresearch.blocked_logged")
+@given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
+@example(6, 0, [("eval", 0.5, 0.0), ("train", 0.01, 6, 128), ("program",), ("crlf",)])
+def test_blocked_steps_are_logged(student, reference, lab, n, s, actions):
+    """With the guard on, a blocked step is logged in its place as (i, what, None, 'blocked: locked file
+    changed'): the whole log matches, blocked entries included."""
+    p_mine, p_theirs = Scripted(lab, actions), Scripted(lab, actions)
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=True)
+    got = student.autoresearch(n, random.Random(s), p_mine, guard=True).log
+    want = reference.autoresearch(n, random.Random(s), p_theirs, guard=True).log
+    expect_close(got, want, f"the log of {what}", rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=3)  # beside named runs of the same promise
+@pytest.mark.promise("autoresearch.blocked_logged")
+@given(iters, seed)
+def test_blocked_edits_of_the_sneaky_proposer_are_logged(student, reference, lab, n, s):
+    """With the guard on, the sneaky proposer's blocked edits are in the log, as the reference logs them."""
+    what = run_text(n, s, "sneaky", True)
+    got = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True).log
+    want = reference.autoresearch(n, random.Random(s), reference.sneaky_proposer, guard=True).log
+    expect_close(got, want, f"the log of {what}", rel=1e-12, abs=1e-12)
+
+
+# Runs without the guard where the reported loss and the true loss disagree: eval.py rescaled or offset
+# lowers the reported loss alone (kept), a train.py edit can lower the true loss while raising the reported
+# one (discarded), and back.
+REPORTED_NOT_TRUE = [
+    [("eval", 0.5, 0.0), ("train", 0.01, 6, 128), ("eval", 1.0, 0.0), ("train", 0.02, 2, 64)],
+    [("train", 0.01, 6, 128), ("eval", 1.1, 0.2), ("train", 0.04, 8, 256), ("eval", 0.9, -0.1)],
+    [("eval", 0.9, -0.1), ("eval", 0.5, 0.2), ("train", 0.005, 10, 96), ("eval", 1.0, -0.1)],
+]
+
+
+@pytest.mark.promise("autoresearch.keep_rule")
+@pytest.mark.parametrize("actions", REPORTED_NOT_TRUE, ids=["rescale", "offset-up", "offsets"])
+def test_the_verdicts_follow_the_reported_loss(student, reference, lab, actions):
+    """Keep or discard is decided on the REPORTED loss (what eval.py says), not the true loss: with the
+    guard off, an edit of eval.py that lowers the reported loss is kept, and the log holds reported losses."""
+    n = len(actions)
+    p_mine, p_theirs = Scripted(lab, actions), Scripted(lab, actions)
+    what = call("autoresearch", n, "random.Random(0)", "proposer", guard=False)
+    got = fields(student.autoresearch(n, random.Random(0), p_mine, guard=False))
+    want = fields(reference.autoresearch(n, random.Random(0), p_theirs, guard=False))
+    expect_close(got["log"], want["log"], f"the log of {what}", rel=1e-12, abs=1e-12)
+    expect_close(got["reported"], want["reported"], f"reported of {what}", rel=1e-12, abs=1e-12)
+
+
+eval_heavy = st.lists(st.one_of(eval_edit, train_edit), min_size=1, max_size=12)
+
+
+@settings(max_examples=3)  # beside named runs of the same promise
+@pytest.mark.promise("autoresearch.keep_rule")
+@given(st.integers(1, 12), eval_heavy)
+def test_drawn_verdicts_follow_the_reported_loss(student, reference, lab, n, actions):
+    """With the guard off and edits of eval.py and train.py drawn, every verdict and logged loss is the
+    reference's: the reported loss decides."""
+    p_mine, p_theirs = Scripted(lab, actions), Scripted(lab, actions)
+    what = call("autoresearch", n, "random.Random(0)", "proposer", guard=False)
+    got = fields(student.autoresearch(n, random.Random(0), p_mine, guard=False))
+    want = fields(reference.autoresearch(n, random.Random(0), p_theirs, guard=False))
+    expect_close(got["log"], want["log"], f"the log of {what}", rel=1e-12, abs=1e-12)
 
 
 # -- the keep rule's margin, the start, the rng -----------------------------------------------------------

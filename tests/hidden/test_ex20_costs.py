@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_pinned, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_form, expect_pinned, expect_true
 
 pytestmark = pytest.mark.exercise(20)
 
@@ -292,19 +292,56 @@ def test_breakeven_error_cost_defaults_to_0_10(student, reference, ab):
 
 # -- cheapest --------------------------------------------------------------------------------------------
 
+# Inputs where the lowest total and the lowest total with errors name different options, so that leaving
+# out the cost of wrong answers changes the name: the demo's 500,000 calls (lowest total: none; with
+# errors: both), API-only at 5,000,000 calls (none; with errors: prompt), and a costly error at 20,000
+# calls (none; with errors: prompt).
+ERRORS_DECIDE = (
+    {},
+    {"calls": 5_000_000, "can_finetune": False},
+    {"calls": 20_000, "error_cost": 2.0},
+)
 
-@pytest.mark.promise("cheapest.options")
-@given(cost_fields)
-def test_cheapest_matches_the_reference(student, reference, lab, fields):
-    """cheapest gives the reference's options."""
-    c = lab.CostInputs(**fields)
-    _, opts = student.cheapest(c)
+
+# Drawn inputs, and as often with wrong answers costing 1 to 10 dollars (where a plan's total with errors
+# differs most from its total).
+costly_fields = st.one_of(
+    cost_fields,
+    st.fixed_dictionaries(dict(cost_inputs_fields, error_cost=st.floats(1.0, 10.0))),
+)
+
+
+def _expect_cheapest_name(student, reference, c):
+    """The name cheapest gives is one of the reference's options with the lowest total with errors."""
+    __tracebackhide__ = True
+    what = call("cheapest", c)
+    name, _ = student.cheapest(c)
     _, want_opts = reference.cheapest(c)
-    expect_close(opts, want_opts, f"the options of {call('cheapest', c)}", rel=1e-9, abs=1e-9)
+    best = near_best(want_opts)
+    expect_true(
+        name in best,
+        f"{what} named {name!r}, not the option with the lowest total_with_errors ({' or '.join(best)})",
+        repr({k: p["total_with_errors"] for k, p in want_opts.items()}),
+    )
 
 
 @pytest.mark.promise("cheapest.lowest_total_with_errors")
-@given(cost_fields)
+def test_cheapest_counts_the_cost_of_wrong_answers(student, reference, lab):
+    """The cheapest option counts the cost of wrong answers: where the lowest total without it is
+    another option, the name is the one with the lowest total_with_errors."""
+    for fields in ERRORS_DECIDE:
+        _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
+
+
+@pytest.mark.promise("cheapest.lowest_total_with_errors")
+@given(costly_fields)
+def test_cheapest_names_the_reference_choice(student, reference, lab, fields):
+    """cheapest names the option the reference names (either of a tie)."""
+    _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
+
+
+@pytest.mark.promise("cheapest.lowest_total_with_errors")
+@given(costly_fields)
 def test_cheapest_has_the_lowest_total_with_errors(student, lab, fields):
     """The option cheapest names is one of its options, with the lowest total_with_errors among them."""
     _cheapest_names(student, lab)
@@ -319,6 +356,20 @@ def test_cheapest_has_the_lowest_total_with_errors(student, lab, fields):
     )
 
 
+@pytest.mark.promise("cheapest.name_and_options")
+@given(cost_fields)
+@example({})  # CostInputs(): all four options
+@example({"can_finetune": False})  # API-only: none and prompt
+def test_cheapest_returns_a_tuple_of_the_name_and_the_options(student, reference, lab, fields):
+    """cheapest returns a tuple (name, opts): name a str, opts the options as options(c) gives them."""
+    c = lab.CostInputs(**fields)
+    what = call("cheapest", c)
+    got = student.cheapest(c)
+    want = reference.cheapest(c)
+    expect_form(got, want, what)
+    expect_close(got[1], want[1], f"the options of {what}", rel=1e-9, abs=1e-9)
+
+
 @pytest.mark.promise("cheapest.api_only")
 @given(cost_fields)
 def test_api_only_never_picks_weights(student, lab, fields):
@@ -330,7 +381,7 @@ def test_api_only_never_picks_weights(student, lab, fields):
     expect_true(name in ("none", "prompt"), f"{what} picked {name!r}")
 
 
-@pytest.mark.promise("cheapest.options")
+@pytest.mark.promise("cheapest.name_and_options")
 @given(cost_fields)
 def test_with_fine_tuning_all_four_options_are_offered(student, reference, lab, fields):
     """With fine-tuning allowed, the options are none, prompt, weights and both."""

@@ -1,8 +1,10 @@
 """The reference is the seed restored: the demo prints the golden output of the running Python version,
-and the two deliberate changes (degenerate input to gepa, a missing locked file) behave as documented."""
+and the three deliberate changes (degenerate input to gepa, a missing locked file, exact_kl's tiny and zero
+q_i) behave as documented (docs/reference.md)."""
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -72,6 +74,15 @@ def test_guard_fails_closed_on_a_missing_locked_file(ref):
     assert ref.guard_ok(files, locked)
     del files["eval.py"]
     assert ref.guard_ok(files, locked) is False
+
+
+def test_exact_kl_is_finite_for_a_subnormal_q_and_infinite_where_q_is_zero(ref):
+    # p_i (ln p_i - ln q_i): the seed's quotient 0.5 / 1e-310 overflowed to inf (issue 30, question 6b)
+    want = 0.5 * (math.log(0.5) - math.log(1e-310)) + 0.5 * math.log(0.5)
+    assert ref.exact_kl([0.5, 0.5], [1e-310, 1.0]) == pytest.approx(want, rel=1e-12)
+    assert want == pytest.approx(356.2075, abs=1e-4)
+    assert ref.exact_kl([0.5, 0.5], [0.0, 1.0]) == math.inf  # the seed raised ZeroDivisionError
+    assert ref.exact_kl([0.0, 1.0], [0.0, 1.0]) == 0.0  # p_i == q_i == 0 is skipped, as in the seed
 
 
 def test_the_seeds_checks_hold(ref):

@@ -1,5 +1,7 @@
 """Exercise 16 (exact KL): exact_kl(p, q) = KL(p || q), the sum of p_i * ln(p_i / q_i) over the outcomes
-with p_i > 0."""
+with p_i > 0, each term p_i (ln p_i - ln q_i) however small p_i or q_i; math.inf where q_i == 0 < p_i."""
+
+import math
 
 import pytest
 
@@ -55,3 +57,20 @@ def test_exact_kl_skips_outcomes_that_p_never_takes(student):
     # Only the second outcome counts: 1.0 * ln(1.0 / 0.5) = ln 2.
     p, q = [0.0, 1.0], [0.5, 0.5]
     expect_close(student.exact_kl(p, q), 0.6931471805599453, call("exact_kl", p, q))
+
+
+@pytest.mark.promise("exact_kl.tiny_terms_count")
+def test_exact_kl_counts_tiny_probabilities(student):
+    """However small q_i: 0.5 (ln 0.5 - ln 1e-310) + 0.5 ln 0.5, finite (0.5 / 1e-310 would overflow to inf);
+    however small p_i: 1e-13 (ln 1e-13 - ln 1e-300) + (1 - 1e-13) ln(1 - 1e-13), about 6.6e-11, not 0."""
+    p, q = [0.5, 0.5], [1e-310, 1.0]
+    expect_close(student.exact_kl(p, q), 356.2075422335172, call("exact_kl", p, q))
+    p, q = [1e-13, 1.0 - 1e-13], [1e-300, 1.0]
+    expect_close(student.exact_kl(p, q), 6.598416107441038e-11, call("exact_kl", p, q), rel=1e-6, abs=1e-15)
+
+
+@pytest.mark.promise("exact_kl.zero_q_infinite")
+def test_exact_kl_is_infinite_where_q_is_zero_and_p_is_not(student):
+    """KL(p || q) is infinite where q_i == 0 < p_i: math.inf, not an error."""
+    p, q = [0.5, 0.5], [0.0, 1.0]
+    expect_close(student.exact_kl(p, q), math.inf, call("exact_kl", p, q))

@@ -29,7 +29,26 @@ def repo(**changes):
 
 
 def fields(result):
-    return {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    """The result with its log's keep and discard entries as (what, r, status): blocked entries and the
+    step numbers are checked apart."""
+    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    out["log"] = decisions(result.log)
+    return out
+
+
+def decisions(log):
+    """The keep and discard entries as (what, r, status)."""
+    return [tuple(entry[1:]) if len(entry) == 4 else entry for entry in judged(log)]
+
+
+def shown(want):
+    """An expected result as fields() gives it."""
+    return dict(want, log=decisions(want["log"]))
+
+
+def judged(log):
+    """The log's keep and discard entries, in order."""
+    return [entry for entry in log if len(entry) != 4 or entry[3] != BLOCKED]
 
 
 @pytest.mark.promise("autoresearch.defaults")
@@ -54,7 +73,7 @@ def test_autoresearch_with_the_honest_proposer(student):
         "true": 1.585986049072356,
         "blocked": 0,
     }
-    expect_close(got, want, what)
+    expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.7558042041572239, f"rng.random() after {what}")
 
 
@@ -82,13 +101,22 @@ def test_the_guard_blocks_the_sneaky_proposer(student, lab):
     got = fields(student.autoresearch(12, rng, lab.sneaky_proposer, guard=True))
     want = {
         "files": repo(**{"train.py": "lr=0.007\ndepth=7\nwidth=160\n"}),
-        "log": SNEAKY_LOG,
+        "log": judged(SNEAKY_LOG),
         "reported": 1.3991525531612594,
         "true": 1.3991525531612594,
         "blocked": 2,
     }
-    expect_close(got, want, what)
+    expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
+
+
+@pytest.mark.promise("autoresearch.blocked_logged")
+def test_blocked_steps_are_logged_in_their_place(student, lab):
+    """With the guard on, each blocked step is logged in its place as (i, what, None, "blocked: locked file
+    changed"): steps 1 and 10 of the sneaky run."""
+    what = call("autoresearch", 12, "random.Random(3)", "sneaky_proposer", guard=True)
+    got = student.autoresearch(12, random.Random(3), lab.sneaky_proposer, guard=True).log
+    expect_close(got, SNEAKY_LOG, f"the log of {what}")
 
 
 @pytest.mark.promise("autoresearch.guard_off")
@@ -120,7 +148,7 @@ def test_without_the_guard_the_sneaky_proposer_games_the_loss(student, lab):
         "true": 1.3991525531612594,
         "blocked": 0,
     }
-    expect_close(got, want, what)
+    expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
 
 
@@ -165,13 +193,12 @@ def test_the_proposer_gets_the_current_files(student):
             (2, "depth=3 width=96", 1.8663060490723562, "discard"),
             (3, "same files", 1.8023060490723561, "discard"),
             (4, "depth=5 width=128", 1.617986049072356, "keep"),
-            (5, "edit program.md", None, BLOCKED),
         ],
         "reported": 1.617986049072356,
         "true": 1.617986049072356,
         "blocked": 1,
     }
-    expect_close(got, want, what)
+    expect_close(got, shown(want), what)
     expect_equal(
         rng.random(), random.Random(5).random(), f"rng.random() after {what} (the proposer drew nothing)"
     )
@@ -187,12 +214,12 @@ def test_an_edit_of_eval_py_counts_only_without_the_guard(student):
     what = call("autoresearch", 2, "random.Random(0)", "cheat", guard=True)
     want = {
         "files": repo(),
-        "log": [(1, "offset -0.5", None, BLOCKED), (2, "offset -0.5", None, BLOCKED)],
+        "log": [],
         "reported": 1.8303060490723562,
         "true": 1.8303060490723562,
         "blocked": 2,
     }
-    expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=True)), want, what)
+    expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=True)), shown(want), what)
     what = call("autoresearch", 2, "random.Random(0)", "cheat", guard=False)
     want = {
         "files": repo(**{"eval.py": "scale=1\noffset=-0.5\n"}),
@@ -204,4 +231,4 @@ def test_an_edit_of_eval_py_counts_only_without_the_guard(student):
         "true": 1.8303060490723562,
         "blocked": 0,
     }
-    expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=False)), want, what)
+    expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=False)), shown(want), what)

@@ -8,7 +8,7 @@ cheapest(c) = (name, options): the option with the lowest total_with_errors, and
 
 import pytest
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_form, expect_true
 
 pytestmark = pytest.mark.exercise(20)
 
@@ -130,17 +130,16 @@ def test_cheapest_reproduces_the_demo_table(student, lab):
         )
 
 
-@pytest.mark.promise("cheapest.options")
+@pytest.mark.promise("cheapest.name_and_options")
 def test_cheapest_options_of_the_default_inputs(student, lab):
-    """All four options of CostInputs(), with fine-tuning allowed, as plan_none(c) and the like give them."""
+    """cheapest returns a tuple (name, opts); opts of CostInputs(), with fine-tuning allowed, are all four
+    options as plan_none(c) and the like give them."""
     c = lab.CostInputs()
-    _, opts = student.cheapest(c)
-    expect_close(
-        opts,
-        {"none": NONE, "prompt": PROMPT, "weights": WEIGHTS, "both": BOTH},
-        f"the options of {call('cheapest', 'CostInputs()')}",
-        rel=1e-9,
-    )
+    got = student.cheapest(c)
+    what = call("cheapest", "CostInputs()")
+    want_opts = {"none": NONE, "prompt": PROMPT, "weights": WEIGHTS, "both": BOTH}
+    expect_form(got, ("both", want_opts), what)
+    expect_close(got[1], want_opts, f"the options of {what}", rel=1e-9)
 
 
 @pytest.mark.promise("cheapest.api_only")
