@@ -50,6 +50,7 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
+    files["conftest.py"] = (root / "grader" / "handout_conftest.py").read_bytes()  # pytest.ini from anywhere
     exercises = {"exercises": exercises_data(manifest, load_inventory(root))}
     files[EXERCISES_FILE.as_posix()] = (json.dumps(exercises, indent=1) + "\n").encode()
     for name in HANDOUT_RUNNER:
@@ -74,10 +75,11 @@ markers =
 """
 
 
-# `python -m pytest --submission ../other.py` from the handout folder: pytest looks for its configuration
-# above the common folder of its arguments, where `../other.py` leads it away from pytest.ini, and it
-# reads `--submission ../other.py` before it has loaded any plugin. Python puts the current folder on
-# sys.path for `python -m`, so this entry point loads the plugin in time whatever the arguments.
+# `python -m pytest --submission ../other.py` from the handout folder: pytest reads `--submission ../other.py`
+# before it has loaded any plugin, and so counts `../other.py` among the test paths. Python puts the
+# current folder on sys.path for `python -m`, so this entry point loads the plugin in time to collect the
+# handout's tests; the handout's conftest.py (grader/handout_conftest.py) then runs the command again with
+# the handout's pytest.ini where pytest read another (or none).
 PLUGIN_ENTRY_POINT = {
     "optlab_handout-1.dist-info/METADATA": "Metadata-Version: 2.1\nName: optlab-handout\nVersion: 1\n",
     "optlab_handout-1.dist-info/entry_points.txt": (
@@ -123,8 +125,9 @@ With Python 3.11 to 3.13, in this folder:
     python -m pytest -x --submission path/to/other.py   # stop at the first failure; another file
     python -m pytest -s                               # show what your functions print as they run
 
-From another folder, name this one and give the file with `=`:
-`python -m pytest path/to/optlab-handout --submission=path/to/other.py`.
+From another folder, name this one: `python -m pytest path/to/optlab-handout --submission path/to/other.py`.
+The run always uses this folder's pytest.ini, also inside another project that has its own: where pytest
+read another one first, the run says so in its first line and runs again with this folder's.
 
 Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
 passed, the points they earn (as the grader scores them: see "How you are graded"), how many hidden
