@@ -254,6 +254,25 @@ def test_the_handout_needs_only_pytest_and_hypothesis(unpacked):
     assert not names & {"otter-grader", "pytest-json-report", "optlab-kit", "rich"}
 
 
+def test_the_space_form_inside_another_project_runs_the_handout_alone(unpacked, tmp_path):
+    """`python -m pytest lab/optlab-handout --submission mine.py` from a project with its own pytest.ini,
+    in a virtual environment without the kit: the handout's tests only, under its pytest.ini."""
+    folder, python = unpacked
+    project = tmp_path / "project"
+    shutil.copytree(folder, project / "lab" / FOLDER)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "test_theirs.py").write_text("def test_theirs():\n    raise AssertionError('theirs ran')\n")
+    shutil.copy(folder / "optimization_toolkit.py", project / "mine.py")
+    run = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:randomly", f"lab/{FOLDER}", "--submission", "mine.py"],
+        cwd=project, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 1, (run.stdout[-2000:], run.stderr[-2000:])
+    assert run.stdout.startswith(f"optlab: pytest read {project / 'pytest.ini'}, not this lab's pytest.ini")
+    assert f"rootdir: {project / 'lab' / FOLDER}\nconfigfile: pytest.ini" in run.stdout
+    assert f"{visible_checks()} not started" in run.stdout and "theirs" not in run.stdout
+
+
 def test_the_handout_fails_on_the_stubs_and_passes_on_the_reference(unpacked, tmp_path):
     folder, python = unpacked
     visible = {t["nodeid"]: t["exercise"] for t in load_inventory(KIT)["tests"] if t["suite"] == "visible"}
