@@ -34,9 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if (config.inipath and config.inipath.resolve() == HANDOUT_INI) or os.environ.get(RERUN):
         return
     args = ["-c", str(HANDOUT_INI), *config.invocation_params.args]
-    read = config.inipath or "no configuration file"
-    print(f"optlab: pytest read {read}, not this lab's pytest.ini: running `pytest -c {HANDOUT_INI} ...`")
-    sys.stdout.flush()
+    if config.inipath:  # another project's settings were read: say so (none read: nothing to say)
+        print(f"optlab: pytest read {config.inipath}, not this lab's pytest.ini: running again with it")
+        sys.stdout.flush()
     code = subprocess.call([sys.executable, "-m", "pytest", *args], env={**os.environ, RERUN: "1"})
     sys.stderr.flush()
     os._exit(code)  # nothing of this run has started: no session, no worker, no output to flush
