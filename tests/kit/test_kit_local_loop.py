@@ -1,8 +1,9 @@
 """The student's local loop (issue 13), run as a student runs it: the handout unpacked into a folder and
 `python -m pytest` there (or from outside it), with only the handout's own files.
 
-- one command from anywhere: `--submission PATH`, `--submission=PATH`, a path outside the folder, and
-  from another folder; a path that does not exist is one usage line and exit 4;
+- one command from anywhere: `--submission PATH`, `--submission=PATH`, a path outside the folder, inside
+  another project with its own pytest.ini (its tests never run),
+  and from another folder; a path that does not exist is one usage line and exit 4;
 - the grader's verdict at the end of every run: one row per exercise, the same numbers as the visible
   entries of `grader grade`'s results.json for the same file;
 - not-started exercises without a traceback per test;
