@@ -18,6 +18,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from grader import MIN_PYTHON
 from grader.grading import kit_manifest
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER, LAB_STUBS, MANIFEST, MODULE_FILE, PROMISES, REFERENCE, STUDENT
@@ -50,17 +51,57 @@ def handout_files(root: Path, manifest: Manifest) -> dict[str, bytes]:
     for path in sorted((root / "tests" / "visible").glob("*.py")):
         files[f"tests/visible/{path.name}"] = path.read_bytes()
     files["tests/conftest.py"] = (root / "tests" / "conftest.py").read_bytes()
+    files["conftest.py"] = (root / "grader" / "handout_conftest.py").read_bytes()  # pytest.ini from anywhere
     exercises = {"exercises": exercises_data(manifest, load_inventory(root))}
     files[EXERCISES_FILE.as_posix()] = (json.dumps(exercises, indent=1) + "\n").encode()
     for name in HANDOUT_RUNNER:
         files[f"grader/{name}.py"] = (root / "grader" / f"{name}.py").read_bytes()
     pins = pinned_requirements(root)
-    files["requirements.txt"] = "".join(f"{pins[name]}\n" for name in REQUIREMENTS).encode()
+    files["requirements.txt"] = requirements_text(pins, MIN_PYTHON).encode()
+    files[PYTHON_GUARD_WHEEL] = python_guard_wheel(MIN_PYTHON)
     files["pytest.ini"] = PYTEST_INI.encode()
     for name, text in PLUGIN_ENTRY_POINT.items():
         files[name] = text.encode()
     files["README.md"] = student_readme(manifest, pins).encode()
     return files
+
+
+# On a Python older than the lab's, `pip install -r requirements.txt` would list every hypothesis version
+# it skips, then say "No matching distribution" (pip looks every pinned package up before it checks a
+# Requires-Python). So the pins hold only on a Python new enough, and the one line left is a wheel of no
+# files whose Requires-Python pip checks: "Package 'optlab-needs-python' requires a different Python".
+PYTHON_GUARD = "optlab-needs-python"
+PYTHON_GUARD_WHEEL = "optlab_needs_python-1-py3-none-any.whl"
+
+
+def requirements_text(pins: dict[str, str], minimum: tuple[int, int]) -> str:
+    """The handout's requirements.txt: the guard wheel, then the pins, each only on `minimum` or newer."""
+    version = ".".join(map(str, minimum))
+    lines = [
+        f"# Python {version} or newer; on an older one pip stops at the next line, in one line",
+        f"./{PYTHON_GUARD_WHEEL}",
+    ]
+    lines += [f'{pins[name]}; python_version >= "{version}"' for name in REQUIREMENTS]
+    return "\n".join(lines) + "\n"
+
+
+def python_guard_wheel(minimum: tuple[int, int]) -> bytes:
+    """A wheel of no files that pip installs only on Python `minimum` or newer."""
+    info = PYTHON_GUARD_WHEEL.split("-py3")[0] + ".dist-info"
+    files = {
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {PYTHON_GUARD}\nVersion: 1\n"
+            f"Requires-Python: >={'.'.join(map(str, minimum))}\n"
+        ),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: optlab-kit\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, text in files.items():
+            add_member(zf, name, text.encode())
+    return buffer.getvalue()
 
 
 PYTEST_INI = """\
@@ -74,10 +115,11 @@ markers =
 """
 
 
-# `python -m pytest --submission ../other.py` from the handout folder: pytest looks for its configuration
-# above the common folder of its arguments, where `../other.py` leads it away from pytest.ini, and it
-# reads `--submission ../other.py` before it has loaded any plugin. Python puts the current folder on
-# sys.path for `python -m`, so this entry point loads the plugin in time whatever the arguments.
+# `python -m pytest --submission ../other.py` from the handout folder: pytest reads `--submission ../other.py`
+# before it has loaded any plugin, and so counts `../other.py` among the test paths. Python puts the
+# current folder on sys.path for `python -m`, so this entry point loads the plugin in time to collect the
+# handout's tests; the handout's conftest.py (grader/handout_conftest.py) then runs the command again with
+# the handout's pytest.ini where pytest read another (or none).
 PLUGIN_ENTRY_POINT = {
     "optlab_handout-1.dist-info/METADATA": "Metadata-Version: 2.1\nName: optlab-handout\nVersion: 1\n",
     "optlab_handout-1.dist-info/entry_points.txt": (
@@ -123,8 +165,9 @@ With Python 3.11 to 3.13, in this folder:
     python -m pytest -x --submission path/to/other.py   # stop at the first failure; another file
     python -m pytest -s                               # show what your functions print as they run
 
-From another folder, name this one and give the file with `=`:
-`python -m pytest path/to/optlab-handout --submission=path/to/other.py`.
+From another folder, name this one: `python -m pytest path/to/optlab-handout --submission path/to/other.py`.
+The run always uses this folder's pytest.ini, also inside another project that has its own: where pytest
+read another one first, the run says so in its first line and runs again with this folder's.
 
 Every run ends with the grader's verdict on the exercises it ran, one row each: the visible checks
 passed, the points they earn (as the grader scores them: see "How you are graded"), how many hidden
@@ -160,6 +203,8 @@ in this process instead: `python -m pytest --worker inprocess --pdb` (no time li
   exercise are then skipped as failed.
 - `SubmissionError`: your function raised an exception; the message shows its type, text and line.
 - `No module named 'numpy'`: only Python's standard library is there when you are graded.
+- `requires a different Python` (from pip) or `optlab: this needs Python 3.11 or newer`: make `.venv`
+  again with Python 3.11 to 3.13 (`python3.11 -m venv .venv`, or `py -3.11 -m venv .venv` on Windows).
 
 ## How you are graded
 

@@ -7,18 +7,30 @@ from __future__ import annotations
 import ast
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from grader import MIN_PYTHON
 from grader.cli import main
 from grader.grading import kit_manifest
-from grader.handout import FOLDER, HANDOUT_ZIP, PLUGIN_ENTRY_POINT, handout_leaks, write_handout
+from grader.handout import (
+    FOLDER,
+    HANDOUT_ZIP,
+    PLUGIN_ENTRY_POINT,
+    PYTHON_GUARD_WHEEL,
+    handout_leaks,
+    python_guard_wheel,
+    requirements_text,
+    write_handout,
+)
 from grader.inventory import load_inventory
 from grader.layout import HANDOUT_RUNNER
 from grader.local import SEPARATOR
@@ -44,14 +56,76 @@ def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
     runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
+    expected |= {"conftest.py", PYTHON_GUARD_WHEEL}  # pytest.ini from any folder; pip's Python check
     expected |= {"tests/exercises.json", "tests/lab_stubs.py", *PLUGIN_ENTRY_POINT}
     assert set(files) == expected | visible | runner
     assert files["optimization_toolkit.py"] == (KIT / "student" / "optimization_toolkit.py").read_bytes()
     assert files["tests/lab_stubs.py"] == files["optimization_toolkit.py"]  # a local run decodes into it
-    assert files["requirements.txt"].decode().split() == ["pytest==9.2.0", "hypothesis==6.170.15"]
+    requirements = [line for line in files["requirements.txt"].decode().splitlines() if line[:1] != "#"]
+    pins = [f'{pin}; python_version >= "3.11"' for pin in ("pytest==9.2.0", "hypothesis==6.170.15")]
+    assert requirements == [f"./{PYTHON_GUARD_WHEEL}", *pins]
     readme = files["README.md"].decode()
     total = points_text(kit_manifest(KIT).total_points)
     assert "| 6 | Pareto selection |" in readme and f"Total: {total} points." in readme
+
+
+# -- a Python older than the lab's: one line from pip, one line from a run ------------------------------
+
+
+def test_the_lab_needs_the_python_pyproject_requires():
+    pyproject = tomllib.loads((KIT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["requires-python"].startswith(f">={'.'.join(map(str, MIN_PYTHON))},")
+
+
+def pip_dry_run(folder: Path) -> subprocess.CompletedProcess:
+    """`pip install -r requirements.txt` in `folder`, as the README says, installing nothing (no index:
+    the pins are this Python's already, and a too-old Python must need none)."""
+    pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check"]
+    return subprocess.run([*pip, "-r", "requirements.txt"], cwd=folder, capture_output=True, text=True)
+
+
+def test_pip_on_a_python_older_than_the_labs_stops_in_one_line(tmp_path):
+    """Played with this Python as the too-old one (the machine has no older): the lab asks for one minor
+    version more. Before: every skipped hypothesis version, then "No matching distribution"."""
+    newer = (sys.version_info.major, sys.version_info.minor + 1)
+    pins = {"pytest": "pytest==9.2.0", "hypothesis": "hypothesis==6.170.15"}
+    (tmp_path / "requirements.txt").write_text(requirements_text(pins, newer))
+    (tmp_path / PYTHON_GUARD_WHEEL).write_bytes(python_guard_wheel(newer))
+    run = pip_dry_run(tmp_path)
+    assert run.returncode != 0
+    errors = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("ERROR")]
+    this, wanted = platform.python_version(), ".".join(map(str, newer))
+    assert errors == [
+        f"ERROR: Package 'optlab-needs-python' requires a different Python: {this} not in '>={wanted}'"
+    ]
+
+
+def test_pip_on_the_labs_python_takes_the_pins(handout, tmp_path):
+    with zipfile.ZipFile(handout) as zf:
+        zf.extractall(tmp_path)
+    run = pip_dry_run(tmp_path / FOLDER)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "pytest==9.2.0" in run.stdout and "hypothesis==6.170.15" in run.stdout
+
+
+def test_a_run_on_a_python_older_than_the_labs_is_one_line(handout, tmp_path):
+    """`python -m pytest` in the handout on Python 3.10, played by this Python: pytest's own modules
+    loaded first (they are 3.11's), then version_info set to 3.10, then the run, which loads the plugin."""
+    with zipfile.ZipFile(handout) as zf:
+        zf.extractall(tmp_path)
+    old = (
+        "import collections, importlib, sys, pytest, _pytest.config as c\n"
+        "for name in c.default_plugins: importlib.import_module('_pytest.' + name)\n"
+        "V = collections.namedtuple('V', 'major minor micro releaselevel serial')\n"
+        "sys.version_info = V(3, 10, 12, 'final', 0)\n"
+        "raise SystemExit(pytest.main())\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", old], cwd=tmp_path / FOLDER, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 1
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert lines == ["optlab: this needs Python 3.11 or newer, and this is Python 3.10: use a newer one"]
 
 
 def test_the_handout_leaks_nothing(handout):
@@ -178,6 +252,25 @@ def test_the_handout_needs_only_pytest_and_hypothesis(unpacked):
     names = {p["name"].lower() for p in json.loads(installed.stdout)}
     assert {"pytest", "hypothesis"} <= names
     assert not names & {"otter-grader", "pytest-json-report", "optlab-kit", "rich"}
+
+
+def test_the_space_form_inside_another_project_runs_the_handout_alone(unpacked, tmp_path):
+    """`python -m pytest lab/optlab-handout --submission mine.py` from a project with its own pytest.ini,
+    in a virtual environment without the kit: the handout's tests only, under its pytest.ini."""
+    folder, python = unpacked
+    project = tmp_path / "project"
+    shutil.copytree(folder, project / "lab" / FOLDER)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "test_theirs.py").write_text("def test_theirs():\n    raise AssertionError('theirs ran')\n")
+    shutil.copy(folder / "optimization_toolkit.py", project / "mine.py")
+    run = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:randomly", f"lab/{FOLDER}", "--submission", "mine.py"],
+        cwd=project, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 1, (run.stdout[-2000:], run.stderr[-2000:])
+    assert run.stdout.startswith(f"optlab: pytest read {project / 'pytest.ini'}, not this lab's pytest.ini")
+    assert f"rootdir: {project / 'lab' / FOLDER}\nconfigfile: pytest.ini" in run.stdout
+    assert f"{visible_checks()} not started" in run.stdout and "theirs" not in run.stdout
 
 
 def test_the_handout_fails_on_the_stubs_and_passes_on_the_reference(unpacked, tmp_path):

@@ -1,8 +1,9 @@
 """The student's local loop (issue 13), run as a student runs it: the handout unpacked into a folder and
 `python -m pytest` there (or from outside it), with only the handout's own files.
 
-- one command from anywhere: `--submission PATH`, `--submission=PATH`, a path outside the folder, and
-  from another folder; a path that does not exist is one usage line and exit 4;
+- one command from anywhere: `--submission PATH`, `--submission=PATH`, a path outside the folder, inside
+  another project with its own pytest.ini (its tests never run),
+  and from another folder; a path that does not exist is one usage line and exit 4;
 - the grader's verdict at the end of every run: one row per exercise, the same numbers as the visible
   entries of `grader grade`'s results.json for the same file;
 - not-started exercises without a traceback per test;
@@ -84,21 +85,36 @@ def with_body(source: str, body: str) -> str:
 
 
 def test_submission_with_a_space_an_equals_sign_outside_the_folder_and_from_another_folder(folder, tmp_path):
+    """Every form of the command runs the handout's tests under its pytest.ini, also from a folder
+    inside another project whose pytest.ini pytest would otherwise read (and whose tests would run)."""
     other = tmp_path / "mine" / "other.py"
     other.parent.mkdir()
     other.write_bytes(STUBS.read_bytes())
+    project = tmp_path / "project"  # another project: its pytest.ini and a test of its own, above the lab
+    inside = Path(shutil.copytree(folder, project / "lab" / FOLDER))
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "test_theirs.py").write_text("def test_theirs():\n    raise AssertionError('theirs ran')\n")
+    (project / "mine.py").write_bytes(STUBS.read_bytes())
     runs = {
         "space": student_run(folder, "--submission", str(other)),
         "equals": student_run(folder, f"--submission={other}"),
         "relative, outside": student_run(folder, "--submission", os.path.relpath(other, folder)),
         "from another folder": student_run(tmp_path, str(folder), f"--submission={other}"),
+        "from another folder, space": student_run(tmp_path, str(folder), "--submission", str(other)),
         "default": student_run(folder),
+        "in a project, space": student_run(inside, "--submission", "../../mine.py"),
+        "in a project, from above, space": student_run(project, f"lab/{FOLDER}", "--submission", "mine.py"),
+        "in a project, from above, equals": student_run(project, f"lab/{FOLDER}", "--submission=mine.py"),
     }
     for how, run in runs.items():
         assert run.returncode == 1, (how, run.stdout[-2000:], run.stderr[-2000:])
         assert f"{visible_checks()} not started" in run.stdout, (how, run.stdout[-1000:])
         assert len(verdict(run.stdout)) == len(EXERCISES), how
+        assert "theirs" not in run.stdout, (how, run.stdout[-1000:])
+        handout = inside if how.startswith("in a project") else folder
+        assert f"rootdir: {handout}\nconfigfile: pytest.ini" in run.stdout, (how, run.stdout[:1000])
     assert f"testing {other}" in runs["space"].stdout
+    assert f"testing {project / 'mine.py'}" in runs["in a project, space"].stdout
 
 
 def test_a_submission_that_does_not_exist_is_one_usage_line(folder):
