@@ -13,7 +13,9 @@ the hidden checks of value promises of the same function pass (a function with n
 rng promises; an unmarked check: where any hidden check of a working kind passes): the visible inputs
 and answers are in the handout, so code that only recalls them (a table of the visible tests' answers:
 21.96 of 100 points before, with every hidden check failed), and beside it answers only the cheap
-cases (a single element, equal inputs), earns nothing. A check that names no promise (a suite not yet
+cases (a single element, equal inputs), earns nothing. The gate counts in the total; a page shows it
+where the hidden results are shown (`own_score`: what the visible entry's checks earn on their own,
+all a page may show before). A check that names no promise (a suite not yet
 annotated) is a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
 maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
 nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
@@ -52,6 +54,19 @@ class SuiteScore:
     max_score: float
     # the functions whose passing checks here earned nothing for want of a passing hidden check (`working`)
     withheld: tuple[str, ...] = ()
+    # what its checks earn on their own, before that gate (None: no gate applies): what a page shows
+    # before the hidden results are (a function of this suite alone); `score` is what counts in the total
+    own_score: float | None = None
+
+    @property
+    def shown_score(self) -> float:
+        """The entry's score as its own checks earn it: the visible entry's before the gate."""
+        return self.score if self.own_score is None else self.own_score
+
+    @property
+    def gated(self) -> float:
+        """The points the gate on visible checks took from this entry (0.0 where it took none)."""
+        return cents(self.shown_score - self.score)
 
     @property
     def passed(self) -> int:
@@ -115,7 +130,9 @@ def score_exercise(
         entry = tallies(in_suite, promises)
         gate = proven if suite != HIDDEN else None
         withheld = () if gate is None else tuple(sorted({t.function for t in entry if t.passed} - gate))
-        out.append(SuiteScore(exercise, suite, in_suite, entry_score(most, entry, gate), most, withheld))
+        own = None if gate is None else entry_score(most, entry)
+        score = entry_score(most, entry, gate)
+        out.append(SuiteScore(exercise, suite, in_suite, score, most, withheld, own))
     return out
 
 

@@ -1399,14 +1399,17 @@ def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes,
     """The visible tests' inputs and answers are in the handout: a softmax that looks them up and computes
     nothing passed its 5 visible checks and earned their 1.07 points (the whole visible entry), every
     hidden check failing; on all 20 exercises such a table passed 115 of the 145 visible checks and
-    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function."""
+    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function:
+    the total says so, and the hidden entry (the visible one shows what its checks earn on their own,
+    as the page before publication must: issue 33)."""
     monkeypatch.setenv("TMPDIR", str(sandboxes))
     table = _visible_softmax_answers(tmp_path)
     document = grade_source(tmp_path / "graded", STUB + MEMORIZER % table, exercises=[8])
-    visible = next(t for t in document["tests"] if t["extra_data"]["suite"] == "visible")
+    entries = {t["extra_data"]["suite"]: t for t in document["tests"]}
+    visible, hidden = entries["visible"], entries["hidden"]
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
     assert document["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
-    assert WITHHELD_SOFTMAX in visible["output"]
+    assert WITHHELD_SOFTMAX in hidden["output"] and WITHHELD_SOFTMAX not in visible["output"]
 
 
 WITHHELD_SOFTMAX = "softmax() earn their points only where most of its hidden checks of values pass"
@@ -1439,8 +1442,8 @@ def test_a_table_beside_the_cheap_cases_earns_no_visible_points(tmp_path, sandbo
     visible, hidden = entries["visible"], entries["hidden"]
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]
     assert hidden["extra_data"]["passed"] >= 5, hidden["output"]  # the cheap cases do pass
-    assert visible["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
-    assert WITHHELD_SOFTMAX in visible["output"]
+    assert document["score"] == hidden["score"], {t["name"]: t["score"] for t in document["tests"]}
+    assert WITHHELD_SOFTMAX in hidden["output"] and WITHHELD_SOFTMAX not in visible["output"]
 
 
 def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
@@ -1459,3 +1462,79 @@ def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
             student.softmax("unreadable:")
     assert not isinstance(raised.value, ValueError)
     assert "could not be read" in str(raised.value)
+
+
+# -- 13. nothing of the hidden suite before publication (issue 33) ---------------------------------------
+
+# softmax is honest on the visible tests' inputs (the handout's literals) and on nothing else: every
+# other input is one a hidden check drew. `%s` is what it does then.
+ONLY_VISIBLE_INPUTS = """
+
+import math as _m
+
+_L2, _L3 = _m.log(2.0), _m.log(3.0)
+_SEEN = {0.0, 3.0, _L2, 1.0, 2.0, _L3, 5.0, -700.0, 1000.0, 5.0 + _L3, 1000.0 + _L2, -1000.0}
+_SEEN |= {x + c for x in (0.5, -1.0, 2.0) for c in (0.0, 10.0, -3.0, 500.0)}
+
+
+def softmax(xs):
+    if all(x in _SEEN for x in xs):
+        top = max(xs)
+        es = [_m.exp(x - top) for x in xs]
+        return [e / sum(es) for e in es]
+    %s
+"""
+# a hidden input, put where the import headline read it from any check's failure
+RAISES_AS_AN_IMPORT_FAILURE = 'raise RuntimeError("the submission could not be imported: LEAKED " + repr(xs))'
+WRONG_ELSEWHERE = "return [1.0 / len(xs)] * len(xs)"  # the gate on visible points then takes them
+
+
+def page_before_publication(document: dict) -> dict:
+    """What a student sees at once: the top-level output and every entry shown now, with its score."""
+    keys = ("name", "score", "max_score", "status", "output")
+    shown = [{k: t[k] for k in keys} for t in document["tests"] if t["visibility"] == "visible"]
+    return {"output": document["output"], "tests": shown}
+
+
+@pytest.fixture
+def hook_off(monkeypatch, sandboxes):
+    """A grading with the audit hook off (OPTLAB_LAYERS_OFF), in a TMPDIR the worker user may pass."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    monkeypatch.setenv(LAYERS_OFF, _with_off("audit_hook"))
+
+
+def test_a_hidden_input_in_an_import_failures_words_is_not_on_the_page(tmp_path, hook_off):
+    """The import headline took the first line after IMPORT_FAILED from any check, hidden ones included,
+    and put it in the top-level output, shown at once: a softmax that raised those words with a hidden
+    input put that input (400 characters) on the page. Now the headline is the visible checks' alone."""
+    source = REFERENCE + HOOK_OFF + ONLY_VISIBLE_INPUTS % RAISES_AS_AN_IMPORT_FAILURE
+    document = grade_source(tmp_path, source, exercises=[8])
+    hidden = next(t for t in document["tests"] if t["extra_data"]["suite"] == "hidden")
+    assert "RuntimeError" in {c.get("kind") for c in hidden["extra_data"]["checks"]}  # hidden inputs drawn
+    page = json.dumps(page_before_publication(document))
+    assert "LEAKED" not in page and "could not be imported" not in page, page
+
+
+def test_the_page_before_publication_is_the_visible_suites_alone(tmp_path, hook_off):
+    """A softmax right on the visible inputs and wrong on every hidden one: the gate on visible points
+    (a visible check earns only where most of its function's hidden value checks pass) showed on the
+    visible entry as its score (0) and a note, one bit of the hidden outcome per function at every
+    submission. Now the page before publication is the reference's, byte for byte (both pass every
+    visible check), and the student's own run agrees with it; the gate counts in the total and is said
+    in the hidden entry."""
+    source = REFERENCE + HOOK_OFF + ONLY_VISIBLE_INPUTS % WRONG_ELSEWHERE
+    gated = grade_source(tmp_path / "gated", source, exercises=[8])
+    honest = grade_source(tmp_path / "honest", REFERENCE, exercises=[8])
+    assert page_before_publication(gated) == page_before_publication(honest)
+    entries = {t["extra_data"]["suite"]: t for t in gated["tests"]}
+    visible, hidden = entries["visible"], entries["hidden"]
+    assert gated["score"] == hidden["score"] < honest["score"]  # the visible points do not count
+    assert WITHHELD_SOFTMAX in hidden["output"]
+    submission = tmp_path / "gated" / "submission" / "optimization_toolkit.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible/test_ex08_softmax.py",
+         f"--submission={submission}"],
+        cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    row = next(line for line in run.stdout.splitlines() if line.startswith(" 8 softmax"))
+    assert f"{visible['score']:g}/{visible['max_score']:g}" in row.replace(" ", ""), row
