@@ -39,8 +39,9 @@ from pathlib import Path
 import pytest
 
 from grader.expect import call, expect_close
-from grader.grading import grade
+from grader.grading import grade, kit_manifest
 from grader.isolation import LAYERS_OFF, protect_kit
+from grader.manifest import Budget
 from grader.protocol import CallTimedOut, SubmissionError
 from grader.pytest_plugin import _EchoOutput
 from grader.sandbox import Limits, _cpu_time, proc_stat
@@ -1129,8 +1130,9 @@ def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
     its two suites' 20 s each only because their checks make few calls). The decoding now counts as
     the call's: the grader's work for the calls is within the time the sandbox charged. The link is the
     one the suites' plugin gives the Student (it echoes the worker's output)."""
-    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0)
-    with worker(ref, WIDE, limits=limits) as (student, box), bounded(120):
+    # the exercise's 2 s are CPU time; its calls' wall-clock bound, wide enough for a loaded machine
+    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0, wall_factor=30.0)
+    with worker(ref, WIDE, limits=limits) as (student, box), bounded(240):
         student.link = _EchoOutput(box)
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
         charged, cpu = box._spent, _grader_cpu()
@@ -1538,3 +1540,90 @@ def test_the_page_before_publication_is_the_visible_suites_alone(tmp_path, hook_
     )  # fmt: skip
     row = next(line for line in run.stdout.splitlines() if line.startswith(" 8 softmax"))
     assert f"{visible['score']:g}/{visible['max_score']:g}" in row.replace(" ", ""), row
+
+
+# -- 14. a grading's whole cost bounded, in CPU time (issue 33) ------------------------------------------
+
+IDLE_BURNER = """
+
+import signal as _signal
+import time as _time
+
+
+def _burn(signum, frame):
+    end = _time.process_time() + 0.04
+    while _time.process_time() < end:
+        pass
+
+
+@_attack
+def arm(_):
+    _signal.signal(_signal.SIGALRM, _burn)
+    _signal.setitimer(_signal.ITIMER_REAL, 0.05, 0.05)  # 80% of a CPU between calls, on no call's deadline
+    return "armed"
+"""
+
+
+def test_a_worker_burning_cpu_between_calls_is_stopped_at_its_budget(ref):
+    """An interval timer whose handler computes: the worker burns CPU while it waits for its next call,
+    which no call's deadline reads (the worker started ahead for the next suite burnt 95 s and held
+    600 MB until the session ended). Its CPU time from its start is the sandbox's, and its RLIMIT_CPU
+    is what is left of that budget: the kernel ends it there, and the next call says the budget is spent."""
+    limits = Limits(call_seconds=1.0, import_seconds=5.0, run_seconds=3.0)
+    with worker(ref, IDLE_BURNER, limits=limits) as (student, box), bounded(300):
+        assert student.softmax("arm:") == "armed"
+        while box.running():  # idle: only its timer runs
+            time.sleep(0.2)
+        assert box.cpu_spent() <= limits.run_seconds + 1.5
+        with pytest.raises(CallTimedOut, match="grading time limit"):
+            student.exact_kl([0.5, 0.5], [0.5, 0.5])
+
+
+def test_the_references_work_on_a_calls_behalf_is_charged_to_the_call(ref, asking):
+    """add_score asks the reference's worker for a 100,000-logit softmax again and again, computing
+    nothing itself: the reference's CPU time was on no one's budget (71 to 80 s of CPU per grading,
+    bounded only by each call's wall-clock bound). Now it is the call's, its exercise's and the
+    suite's: the call ends at its CPU time, however long its wall-clock bound."""
+    student, box = asking
+    box.limits = Limits(call_seconds=0.5, import_seconds=5.0, wall_factor=60.0)  # a wall bound of 30 s
+    g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+    charged = box._cpu_by.get(9, 0.0)
+    with bounded(120), pytest.raises(CallTimedOut, match="CPU time"):
+        student.add_score(g, ref.TabPolicy(), 0, 0, 1, "busy:")
+    assert box._cpu_by[9] - charged >= 0.5  # the reference's CPU, charged to exercise 9
+
+
+SLOW_COSTS = """
+
+import time as _time
+
+_honest = {name: globals()[name] for name in ("call_cost", "breakeven_calls", "cheapest")}
+
+
+def _slowly(name):
+    def slow(*args, **kwargs):
+        end = _time.process_time() + 0.02  # correct, and slow: 20 ms of CPU per call
+        while _time.process_time() < end:
+            pass
+        return _honest[name](*args, **kwargs)
+
+    return slow
+
+
+call_cost, breakeven_calls, cheapest = (_slowly(name) for name in _honest)
+"""
+
+
+def test_a_slow_exercise_keeps_its_points_where_each_suite_is_within_its_budget(
+    tmp_path, sandboxes, monkeypatch
+):
+    """Exercise 20 correct but slow: 88 visible calls (1.8 s of CPU) and 274 hidden ones (5.5 s), each
+    suite within the exercise's 7 s. One worker served both suites (the `student` fixture was the
+    session's), so their calls shared one budget and the hidden checks ran out (as 15 s per suite did
+    of 20 s, for 96.75 of 100). Each suite now has its worker and its budget: the exercise keeps every
+    point, as it would alone."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    budget = Budget(cpu_seconds=40.0, exercise_cpu_seconds=7.0, wall_seconds=600.0)
+    document = grade_source(tmp_path, REFERENCE + SLOW_COSTS, exercises=[20], budget=budget)
+    assert {t["status"] for t in document["tests"]} == {"passed"}, everything_shown(document)
+    assert document["score"] == kit_manifest(KIT).by_id(20).points
