@@ -17,9 +17,12 @@ tmpfs, or a walk) while it waits for the worker and at each answer: past its quo
 and the next starts on an empty disk.
 The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
-Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
-this sandbox, and the sandbox one for all calls: past one, the worker's process group is killed and the
-next call starts a fresh worker. The deadline fires whatever the grader is doing for the call: reading
+Each call has a deadline, each exercise a budget in this sandbox, and the sandbox one for all it costs,
+all in CPU time (the workers' own from their start, the reference worker's on their behalf, the
+grader's work for their calls), each bounded in wall-clock time only as a backstop for code that
+sleeps: past one, the worker's process group is killed and the next call starts a fresh worker; each
+worker's RLIMIT_CPU is what is left of the sandbox's budget (`cpu_spent`, `cpu_left`).
+The deadline fires whatever the grader is doing for the call: reading
 queued messages (it is checked before each one), writing (every write is non-blocking, and waits only
 until the deadline), or serving the worker's requests; the worker's CPU time is read from its own CPU
 clock at every answer that comes after its budget in wall time too, so an answer that comes after the
@@ -200,6 +203,7 @@ class Sandbox:
         self._cpu_ended = 0.0  # CPU seconds of this sandbox's workers that have ended (their rusage)
         self._cpu_grader = 0.0  # CPU seconds of the grader's work on the answers (`settled`)
         self._rlimit_cpu = self.limits.cpu_seconds  # the running worker's RLIMIT_CPU (`_spawn_limits`)
+        self._serving_since: float | None = None  # the grader's thread's CPU clock when the open call began
         self._budget_spent = False  # a worker was ended by the kernel at the CPU time left to the sandbox
         # the last call's exercise, when it ended (wall clock, the grader's thread's CPU clock)
         self._answered: tuple[int | None, float, float] | None = None
@@ -217,6 +221,7 @@ class Sandbox:
             return out_of_time
         started = calling = time.monotonic()
         cpu_calling: float | None = None
+        self._serving_since = time.thread_time()  # the grader's work for the call (requests it serves)
         reference = self.reference if message.get("reference") else None  # the call may ask it
         try:
             if reference is not None and self._process is not None and reference.ended():
@@ -260,6 +265,8 @@ class Sandbox:
                 self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + now - calling
                 if cpu_calling is not None:  # the call reached its worker: its CPU and the reference's
                     self._charge(exercise, self.cpu_spent() - cpu_calling)
+            self._cpu_grader += time.thread_time() - self._serving_since
+            self._serving_since = None
             self._answered = (exercise, now, time.thread_time())
 
     def settled(self) -> None:
@@ -283,10 +290,11 @@ class Sandbox:
     def cpu_spent(self) -> float:
         """CPU seconds this sandbox has cost so far: every worker it started (from its start: its import,
         its calls and whatever it did between them), the reference worker's on its behalf, and the
-        grader's work on its answers."""
+        grader's work for its calls (the requests it served, the answers it decoded)."""
         live = _cpu_time(self._process.pid) if self._process is not None and _CPU_READABLE else 0.0
         reference = self.reference.cpu_spent() if self.reference is not None else 0.0
-        return self._cpu_ended + live + reference + self._cpu_grader
+        serving = time.thread_time() - self._serving_since if self._serving_since is not None else 0.0
+        return self._cpu_ended + live + reference + self._cpu_grader + serving
 
     def cpu_left(self) -> float:
         """CPU seconds left of the sandbox's budget (`Limits.run_seconds`)."""
@@ -432,9 +440,18 @@ class Sandbox:
         """Whether the worker process is started and has not ended."""
         return self._process is not None and self._reap(self._process, 0.0) is None
 
-    def _reap(self, process: subprocess.Popen, timeout: float) -> int | None:
+    def _ended_at_budget(self, code: int) -> bool:
+        """Whether a worker that ended with `code`, not killed by the grader, was ended by the kernel at
+        its RLIMIT_CPU where that was what was left of the sandbox's budget (the kernel's count runs
+        ahead of the process's CPU clock: it ends a worker at about 0.8 of its limit, so the limit, not
+        the clock, says so). Not an out-of-memory kill."""
+        by_limit = code in (-signal.SIGKILL, -signal.SIGXCPU) and self._rlimit_cpu < self.limits.cpu_seconds
+        oom = self._memory is not None and self._memory.oom_kills() > self._oom_kills
+        return by_limit and not oom
+
+    def _reap(self, process: subprocess.Popen, timeout: float, killed: bool = False) -> int | None:
         """`process`'s exit code once it has ended (waiting at most `timeout` s), else None; its CPU time
-        (its rusage, read as it is reaped) is charged to this sandbox."""
+        (its rusage, read as it is reaped) is charged to this sandbox (`killed`: by the grader)."""
         if process.returncode is not None or not hasattr(os, "wait4"):
             try:
                 return process.wait(timeout=timeout) if timeout else process.poll()
@@ -448,10 +465,8 @@ class Sandbox:
                 return process.poll()
             if pid:
                 process.returncode = os.waitstatus_to_exitcode(status)
-                cpu = usage.ru_utime + usage.ru_stime
-                self._cpu_ended += cpu
-                # ended by its RLIMIT_CPU where that was the sandbox's budget: the budget is spent
-                if self._rlimit_cpu < self.limits.cpu_seconds and cpu >= self._rlimit_cpu - 0.05:
+                self._cpu_ended += usage.ru_utime + usage.ru_stime
+                if not killed and self._ended_at_budget(process.returncode):
                     self._budget_spent = True
                 return process.returncode
             if time.monotonic() >= end:
@@ -470,7 +485,7 @@ class Sandbox:
         """The limits of the worker about to start: its RLIMIT_CPU no more than the CPU time left to the
         sandbox, so that a worker burning CPU between calls (an interval timer's handler), which no call's
         deadline reads, is killed by the kernel once the grading's budget is spent."""
-        left = math.ceil(max(1.0, self.cpu_left()))
+        left = math.ceil(max(1.0, self.cpu_left())) + 1  # the kernel's count runs ahead of the clock
         self._rlimit_cpu = min(self.limits.cpu_seconds, left)
         return replace(self.limits, cpu_seconds=self._rlimit_cpu)
 
@@ -678,6 +693,8 @@ class Sandbox:
         code = self._reap(self._process, 2.0) if self._process is not None else None
         if self._process is not None and code is None:
             return "the submission's process stopped answering (it closed the grader's pipe)"
+        if self._budget_spent:
+            return "the grading time limit was reached (its suite's CPU time is spent)"
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             if name == "SIGKILL" and self._memory is not None and self._memory.oom_kills() > self._oom_kills:
@@ -709,7 +726,7 @@ class Sandbox:
                 process.kill()
         except (ProcessLookupError, PermissionError):
             pass
-        self._reap(process, 10.0)
+        self._reap(process, 10.0, killed=True)
         handles = (
             (self._reader, self._writer)
             if self._plain

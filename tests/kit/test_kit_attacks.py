@@ -1131,7 +1131,7 @@ def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
     the call's: the grader's work for the calls is within the time the sandbox charged. The link is the
     one the suites' plugin gives the Student (it echoes the worker's output)."""
     # the exercise's 2 s are CPU time; its calls' wall-clock bound, wide enough for a loaded machine
-    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0, wall_factor=30.0)
+    limits = Limits(call_seconds=3.0, import_seconds=5.0, exercise_seconds=2.0, wall_factor=30.0)
     with worker(ref, WIDE, limits=limits) as (student, box), bounded(240):
         student.link = _EchoOutput(box)
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
