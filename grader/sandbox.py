@@ -122,9 +122,9 @@ class Limits:
     # reference worker's on its behalf, and the grader's decoding of its answers
     call_seconds: float = 3.0  # one call's
     import_seconds: float = 10.0  # the worker's, to import the module
-    wall_factor: float = 4.0  # and at most this many times a call's or the import's in wall-clock time
-    # and this many times an exercise's or the sandbox's: a backstop for code that sleeps, generous enough
-    # for CPU-bound code on a machine loaded tenfold (a neighbour must never cost points)
+    wall_factor: float = 4.0  # and at most this many times a call's in wall-clock time
+    # and this many times the import's, an exercise's or the sandbox's: a backstop for code that sleeps,
+    # generous enough for CPU-bound code on a machine loaded tenfold (a neighbour must never cost points)
     backstop_factor: float = 10.0
     exercise_seconds: float = 20.0  # one exercise's calls in one sandbox (one suite)
     run_seconds: float = 300.0  # the whole sandbox: every worker it started, idle time included
@@ -626,7 +626,9 @@ class Sandbox:
             "call": cpu_seconds * limits.wall_factor,
             "run": limits.run_seconds * limits.backstop_factor - self._spent,
         }
-        if since is not None:  # the import: the worker's own CPU time from its start
+        if since is not None:  # the import: the worker's own CPU time from its start (a module that never
+            # imports loses every point: its wall-clock bound is a backstop, as generous as a suite's)
+            walls["call"] = cpu_seconds * limits.backstop_factor
             deadline = _Deadline(pid, {"call": cpu_seconds}, walls, since)
         else:  # a call: the sandbox's CPU time (the reference's on its behalf too) from now
             cpus = {"call": cpu_seconds, "run": self.cpu_left()}
