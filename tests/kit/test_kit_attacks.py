@@ -1627,3 +1627,37 @@ def test_a_slow_exercise_keeps_its_points_where_each_suite_is_within_its_budget(
     document = grade_source(tmp_path, REFERENCE + SLOW_COSTS, exercises=[20], budget=budget)
     assert {t["status"] for t in document["tests"]} == {"passed"}, everything_shown(document)
     assert document["score"] == kit_manifest(KIT).by_id(20).points
+
+
+CALL_TIMES = """
+
+import os as _os
+import time as _time
+
+_softmax = softmax
+
+
+def softmax(xs):
+    print(f"CALL {_os.getpid()} {_time.monotonic()!r}", flush=True)  # which worker, when (one clock)
+    return _softmax(xs)
+"""
+
+
+def test_each_suite_has_its_worker_and_no_hidden_call_runs_beside_a_visible_one(tmp_path, hook_off):
+    """One worker served both suites (one module state, one budget): a submission could carry what the
+    visible calls saw into the hidden ones and back. Now each suite has its worker, and the suites run
+    at once only as far as no call into the submission overlaps: the hidden worker's first call comes
+    after the visible run has ended, so no hidden input is in any worker while a visible check runs
+    (what a worker can sense of another at once, its timing, carries nothing of the hidden suite)."""
+    submission = tmp_path / "optimization_toolkit.py"
+    submission.write_text(REFERENCE + CALL_TIMES)
+    graded = grade(KIT, submission, tmp_path / "results.json", exercises=[8], call_timeout=2)
+    assert graded.document["score"] == kit_manifest(KIT).by_id(8).points
+    times: dict[str, list[float]] = {}
+    for line in graded.printed.splitlines():
+        if line.startswith("CALL "):
+            _, pid, when = line.split()
+            times.setdefault(pid, []).append(float(when))
+    spans = sorted((min(ts), max(ts)) for ts in times.values())
+    assert len(spans) >= 2, spans  # a worker per suite
+    assert all(one[1] < next_[0] for one, next_ in zip(spans, spans[1:], strict=False)), spans
