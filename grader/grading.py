@@ -146,7 +146,7 @@ def _run(
                 release = pipes[index][1] if index < len(pipes) else None
                 mine = [*args, f"--worker-log={logs[index]}", f"--cost-out={logs[index]}.cost"]
                 mine += [f"--hold-calls-fd={hold}"] if hold is not None else []
-                run = (root, submission, paths, mine, deadline, hold, release)
+                run = (root, submission, paths, mine, (deadline, run_seconds), hold, release)
                 futures.append(pool.submit(_run_suite, *run))
             runs = [future.result() for future in futures]
         return [
@@ -160,25 +160,27 @@ def _run_suite(
     submission: Path,
     paths: list[str],
     args: list[str],
-    deadline: float,
+    deadline: tuple[float, float],
     hold: int | None,
     release: int | None,
 ) -> SuiteRun:
-    """One suite's run, within `deadline` (a monotonic time); `hold`: the descriptor its first call waits
+    """One suite's run, within `deadline` (a monotonic time, and the grading's bound it ends, in seconds,
+    as a cut run's note says it); `hold`: the descriptor its first call waits
     on (its pytest inherits it), `release`: the one the next suite waits on; both closed here once this
     run has ended, whatever way."""
     reason = "this check did not run: the test run ended before it"
     try:
         if not paths:  # none of the exercises graded has a check in this suite
             return SuiteRun([], reason, [], "")
-        timeout = max(0.001, deadline - time.monotonic())
+        timeout = max(0.001, deadline[0] - time.monotonic())
         fds = (hold,) if hold is not None else ()
         return SuiteRun(run_suites(root, submission, paths, args, timeout, fds), reason, [], "")
     except GradingCrashed:
         raise
-    except SuiteRunError as error:  # what ran before the run was cut still counts
+    except SuiteRunError as error:  # cut at the grading's bound: what ran before the cut still counts
+        why = f"the suites did not finish within {deadline[1]:g} s"
         return SuiteRun(
-            error.records, f"this check did not run: {error}", [f"Grading stopped early: {error}."], ""
+            error.records, f"this check did not run: {why}", [f"Grading stopped early: {why}."], ""
         )
     finally:
         for fd in (release, hold):
