@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from grader.errors import KitError
-from grader.grading import GRADING_FAILED, RUN_SECONDS, SUBMISSION_SECONDS, Graded, grade
+from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, Graded, grade
 from grader.intake import ESCAPED_NOTE, printable
 from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
 from grader.layout import MANIFEST, find_root, installed_root
@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write results.json (default: beside the submission, NAME.results.json)",
     )  # fmt: skip
     grade_command.add_argument(
-        "--run-timeout", type=_SECONDS, default=RUN_SECONDS, metavar="S",
-        help=f"wall-clock seconds for the whole test run (default {RUN_SECONDS:g})",
+        "--run-timeout", type=_SECONDS, default=None, metavar="S",
+        help="wall-clock seconds for the whole grading (default: the manifest's [budget] wall_seconds)",
     )  # fmt: skip
     grade_command.set_defaults(run=_run_grade)
 

@@ -1,5 +1,7 @@
-"""`grader grade`: one submission from start to results.json. Intake reads it; the suites run against it
-(visible, then hidden in a fresh worker) in a child pytest whose `student` fixture calls the sandbox; every
+"""`grader grade`: one submission from start to results.json. Intake reads it; the suites run against it,
+each in a child pytest of its own, at once (the hidden one's worker imports the module beside the visible
+suite, and gets its first call once the visible run has ended: no hidden input is ever in a worker while
+a visible check runs), whose `student` fixture calls the sandbox; every
 test of the inventory is accounted for; the manifest's points are shared out over the promises the
 inventory says the tests check (grader.scoring); the grader alone writes results.json. A submission that
 cannot be graded at all still gets a results.json that says why. A grading that fails (the test run's
@@ -11,9 +13,12 @@ GRADING_FAILED, and `grader batch` records it as crashed and grades it again.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,14 +28,14 @@ from grader.intake import IntakeError, Submission, printable, read_submission
 from grader.inventory import account_for, load_inventory
 from grader.isolation import machine_layers
 from grader.layout import MANIFEST, REFERENCE, SUITES
-from grader.manifest import Manifest, load_manifest
+from grader.manifest import Budget, Manifest, load_manifest
 from grader.promises import inventory_promises
 from grader.reference import read_reference
 from grader.results import results_document, unscored_document, write_results
 from grader.scoring import SuiteScore, score_suites
 from grader.suites import GradingCrashed, SuiteRunError, TestRecord, run_suites
 
-RUN_SECONDS = 900.0  # the whole test run; Gradescope's default limit is 10 minutes, its maximum 40
+RUN_SECONDS = 900.0  # the most a manifest's [budget] wall_seconds may be: Gradescope's maximum is 40 minutes
 SUBMISSION_SECONDS = RUN_SECONDS + 60.0  # grader batch, per submission: past grade's own bound
 GRADING_FAILED = 3  # grader grade's exit code when the grading failed (its results.json says why)
 
@@ -43,6 +48,7 @@ class Graded:
     scores: tuple[SuiteScore, ...]
     printed: str  # what the submission printed (for the instructor's log, never for results.json)
     failed: str = ""  # why the grading failed, for the instructor's log ("": it did not)
+    cpu_seconds: float = 0.0  # what its workers cost (the reference's on their behalf too), all suites
 
 
 def grade(
@@ -51,15 +57,19 @@ def grade(
     out: Path,
     call_timeout: float | None = None,
     exercises: Sequence[int] | None = None,
-    run_seconds: float = RUN_SECONDS,
+    run_seconds: float | None = None,
+    budget: Budget | None = None,
 ) -> Graded:
     """Grade `submission` with the kit at `root` and write results.json to `out`; with `exercises`,
     only those (their tests alone run, and the score is out of their points). The test run is cut at
-    `run_seconds`: checks it did not reach count as failed. A grading that fails writes results.json
+    `run_seconds` (default: the manifest's [budget] wall_seconds; `budget` replaces the manifest's):
+    checks it did not reach count as failed. A grading that fails writes results.json
     saying so (`failed_document`) and returns it with `failed` set; OSError if results.json cannot be
     written at all."""
     started = time.monotonic()
     manifest = kit_manifest(root)
+    budget = budget or manifest.budget
+    run_seconds = run_seconds or min(budget.wall_seconds, RUN_SECONDS)
     inventory = load_inventory(root)
     if exercises:
         manifest, inventory = only_exercises(manifest, inventory, exercises)
@@ -73,22 +83,38 @@ def grade(
     except KitError as crash:  # intake's compiling process could not be started: the machine's fault
         return _failed(crash, out, time.monotonic() - started)
     try:
-        run = _run(root, submission, inventory, exercises, call_timeout, run_seconds)
+        run = _run(root, submission, inventory, exercises, call_timeout, run_seconds, budget)
     except (GradingCrashed, OSError) as crash:
         return _failed(crash, out, time.monotonic() - started)
-    records, reason, notes, printed = run
-    notes = [*intake.notes, *notes]
-    records = account_for(inventory, records, reason)
+    records, notes, printed = [], list(intake.notes), ""
+    later: list[str] = []  # what the hidden run noted: for the instructors (its timing is the hidden suite's)
+    for suite, ran in zip(SUITES, run, strict=True):
+        in_suite = dict(inventory, tests=[t for t in inventory["tests"] if t["suite"] == suite])
+        records += account_for(in_suite, ran.records, ran.reason)
+        (notes if suite == SUITES[0] else later).extend(ran.notes)
+        printed += ran.printed
     scores = tuple(score_suites(manifest, records, promises=inventory_promises(inventory)))
     extra = {
         "kit_version": __version__,
         "submission": {"found_as": printable(intake.found_as, lines=False), "sha256": _digest(intake)},
         "isolation": machine_layers().as_data(),  # which layers confined the worker
         "notes": notes,  # what the summary says besides the scores (a re-scoring renders it again)
+        **({"hidden_notes": later} if later else {}),
     }
     document = results_document(scores, notes, time.monotonic() - started, extra)
     write_results(document, out)
-    return Graded(document, scores, printed)
+    return Graded(document, scores, printed, cpu_seconds=sum(ran.cpu_seconds for ran in run))
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """One suite's run: its records, why a check it did not report did not run, notes, what was printed."""
+
+    records: list[TestRecord]
+    reason: str
+    notes: list[str]
+    printed: str
+    cpu_seconds: float = 0.0  # what its workers cost (--cost-out)
 
 
 def _run(
@@ -98,25 +124,80 @@ def _run(
     exercises: Sequence[int] | None,
     call_timeout: float | None,
     run_seconds: float,
-) -> tuple[list[TestRecord], str, list[str], str]:
-    """The suites run against `submission`: the records, why a check not reported did not run, notes
-    for the student, and what the submission printed. GradingCrashed (or OSError: a scratch file not
-    written) where the run left nothing to score."""
+    budget: Budget,
+) -> list[SuiteRun]:
+    """The suites run against `submission`, one SuiteRun each in SUITES order, each in a pytest of its
+    own, all at once: a later suite's worker starts at once, and its first call waits until every earlier
+    suite's run has ended (`--hold-calls-fd`), so that it costs no wall time beyond its own calls and no
+    hidden input is in any worker while a visible check runs. GradingCrashed (or OSError: a scratch file
+    not written) where a run left nothing to score."""
+    args = [f"--call-timeout={call_timeout}"] if call_timeout else []
+    args += [f"--suite-cpu-seconds={budget.suite_cpu_seconds(len(SUITES))}"]
+    args += [f"--exercise-cpu-seconds={budget.exercise_cpu_seconds}"]
+    deadline = time.monotonic() + run_seconds
+    pipes = [os.pipe() for _ in SUITES[1:]]  # suite i + 1 waits on pipes[i][0], which run i closes
     with tempfile.TemporaryDirectory(prefix="optlab-grade-") as scratch:
-        log = Path(scratch) / "printed.txt"
-        args = [f"--worker-log={log}"] + ([f"--call-timeout={call_timeout}"] if call_timeout else [])
-        notes = []
-        paths = suite_files_in_order(inventory) if exercises else None
-        try:
-            records = run_suites(root, submission, paths, pytest_args=args, timeout=run_seconds)
-            reason = "this check did not run: the test run ended before it"
-        except GradingCrashed:
-            raise
-        except SuiteRunError as error:  # what ran before the run was cut still counts
-            records, reason = error.records, f"this check did not run: {error}"
-            notes.append(f"Grading stopped early: {error}.")
-        printed = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
-    return records, reason, notes, printed
+        logs = [Path(scratch) / f"{suite}.txt" for suite in SUITES]
+        with ThreadPoolExecutor(len(SUITES)) as pool:
+            futures = []
+            for index, suite in enumerate(SUITES):
+                paths = _suite_files(inventory, suite) if exercises else [f"tests/{suite}"]
+                hold = pipes[index - 1][0] if index else None
+                release = pipes[index][1] if index < len(pipes) else None
+                mine = [*args, f"--worker-log={logs[index]}", f"--cost-out={logs[index]}.cost"]
+                mine += [f"--hold-calls-fd={hold}"] if hold is not None else []
+                run = (root, submission, paths, mine, (deadline, run_seconds), hold, release)
+                futures.append(pool.submit(_run_suite, *run))
+            runs = [future.result() for future in futures]
+        return [
+            replace(run, printed=_read(log), cpu_seconds=_cost(log.with_suffix(".txt.cost")))
+            for run, log in zip(runs, logs, strict=True)
+        ]
+
+
+def _run_suite(
+    root: Path,
+    submission: Path,
+    paths: list[str],
+    args: list[str],
+    deadline: tuple[float, float],
+    hold: int | None,
+    release: int | None,
+) -> SuiteRun:
+    """One suite's run, within `deadline` (a monotonic time, and the grading's bound it ends, in seconds,
+    as a cut run's note says it); `hold`: the descriptor its first call waits
+    on (its pytest inherits it), `release`: the one the next suite waits on; both closed here once this
+    run has ended, whatever way."""
+    reason = "this check did not run: the test run ended before it"
+    try:
+        if not paths:  # none of the exercises graded has a check in this suite
+            return SuiteRun([], reason, [], "")
+        timeout = max(0.001, deadline[0] - time.monotonic())
+        fds = (hold,) if hold is not None else ()
+        return SuiteRun(run_suites(root, submission, paths, args, timeout, fds), reason, [], "")
+    except GradingCrashed:
+        raise
+    except SuiteRunError as error:  # cut at the grading's bound: what ran before the cut still counts
+        why = f"the suites did not finish within {deadline[1]:g} s"
+        return SuiteRun(
+            error.records, f"this check did not run: {why}", [f"Grading stopped early: {why}."], ""
+        )
+    finally:
+        for fd in (release, hold):
+            if fd is not None:
+                os.close(fd)
+
+
+def _cost(path: Path) -> float:
+    """The CPU seconds a suite's workers cost, as its run wrote them (0.0 where it wrote none)."""
+    try:
+        return float(json.loads(path.read_text(encoding="utf-8"))["cpu_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def _read(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
 
 
 def _failed(crash: Exception, out: Path, seconds: float) -> Graded:
@@ -156,8 +237,12 @@ def only_exercises(manifest: Manifest, inventory: dict, ids: Sequence[int]) -> t
 
 def suite_files_in_order(inventory: dict) -> list[str]:
     """The test files of the inventory's tests: visible ones first, then hidden (a fresh worker)."""
-    files = {(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in inventory["tests"]}
-    return [path for _, path in sorted(files)]
+    return [path for suite in SUITES for path in _suite_files(inventory, suite)]
+
+
+def _suite_files(inventory: dict, suite: str) -> list[str]:
+    """The test files of the inventory's tests of `suite`."""
+    return sorted({t["nodeid"].split("::")[0] for t in inventory["tests"] if t["suite"] == suite})
 
 
 def kit_manifest(root: Path) -> Manifest:

@@ -251,7 +251,7 @@ class Verdict:
             out.append(
                 f"Visible points only: the {hidden_total} hidden checks of these exercises run only when "
                 "your submission is graded, and earn the rest of their points (a function's visible "
-                "checks earn then only where most of its hidden checks of values pass too)."
+                "checks earn then only where most hidden checks of each of its value promises pass too)."
             )
         if any(r["state"] == WAITING for r in rows):
             out.append(

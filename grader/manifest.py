@@ -18,7 +18,8 @@ Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]  
 VISIBILITIES: tuple[Visibility, ...] = ("hidden", "after_due_date", "after_published", "visible")
 HIDDEN_OUTPUTS = ("property", "none", "full")
 
-_TOP_KEYS = ("defaults", "exercise")
+_TOP_KEYS = ("defaults", "exercise", "budget")
+_BUDGET_KEYS = ("cpu_seconds", "exercise_cpu_seconds", "wall_seconds")
 _DEFAULT_KEYS = ("module", "hidden_visibility", "hidden_output")
 _REQUIRED_KEYS = ("id", "title", "part", "functions", "points")
 _OPTIONAL_KEYS = ("hidden_visibility", "hidden_output", "visible_points")
@@ -51,11 +52,29 @@ class Exercise:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What grading one submission may cost ([budget]; each a generous multiple of the reference's).
+    CPU time decides (so a loaded machine or a neighbour in a batch costs no points): the workers' own,
+    from their start (what they do between calls too), the reference worker's on their behalf, and the
+    grader's decoding of their answers; past a budget the calls left fail with the limit named. Wall-clock
+    time is only a backstop, for code that sleeps."""
+
+    cpu_seconds: float = 60.0  # the whole grading, shared equally by the suites (each runs on its own)
+    exercise_cpu_seconds: float = 20.0  # one exercise's calls in one suite
+    wall_seconds: float = 300.0  # the whole grading, wall-clock (grader grade's --run-timeout)
+
+    def suite_cpu_seconds(self, suites: int) -> float:
+        """One suite's share of `cpu_seconds`, where the grading runs `suites` of them."""
+        return self.cpu_seconds / max(1, suites)
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The module under exercise and its exercises, in id order (ids are 1..n)."""
 
     module: str
     exercises: tuple[Exercise, ...]
+    budget: Budget = Budget()
 
     @property
     def total_points(self) -> int | float:
@@ -107,7 +126,7 @@ def parse_manifest(text: str, reference: Reference, shown_as: str = MANIFEST.as_
     exercises = tuple(_exercise(entry, index, defaults, where) for index, entry in enumerate(entries))
     _check_functions(exercises, reference, where)
     _check_parts(exercises, where)
-    return Manifest(defaults["module"], exercises)
+    return Manifest(defaults["module"], exercises, _budget(data.get("budget", {}), where))
 
 
 class _ManifestText:
@@ -181,9 +200,9 @@ def _parse_toml(text: str, where: _ManifestText) -> dict[str, Any]:
 def _check_top_keys(data: Mapping[str, Any], where: _ManifestText) -> None:
     for key in data:
         if key not in _TOP_KEYS:
-            problem = f"unknown table or key {key!r} (expected defaults, exercise)"
+            problem = f"unknown table or key {key!r} (expected defaults, exercise, budget)"
             raise where.error(where.top_line(key), problem)
-    for key in _TOP_KEYS:
+    for key in _TOP_KEYS[:2]:  # [budget] may be left out
         if key not in data:
             raise where.error(1, f"missing [{key}]" if key == "defaults" else "missing [[exercise]] tables")
 
@@ -199,7 +218,7 @@ class _Table:
 
     @property
     def label(self) -> str:
-        return "[defaults]" if self.name == "defaults" else f"[[exercise]] entry {self.index + 1}"
+        return f"[{self.name}]" if self.name != "exercise" else f"[[exercise]] entry {self.index + 1}"
 
     def error(self, key: str | None, problem: str) -> ManifestError:
         """An error at the line of `key` (at the table's header when `key` is None)."""
@@ -244,6 +263,13 @@ class _Table:
             raise self.error(key, f"{key} must be a positive integer, not {value!r}")
         return value
 
+    def seconds(self, key: str) -> float:
+        value = self.values[key]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or value <= 0:
+            raise self.error(key, f"{key} must be a positive number of seconds, not {value!r}")
+        return float(value)
+
     def points(self, key: str) -> int | float:
         value = self.values[key]
         number = isinstance(value, int | float) and not isinstance(value, bool)
@@ -266,6 +292,14 @@ class _Table:
                 raise self.error(key, f"{key}: {name!r} is listed twice")
             seen.append(name)
         return tuple(seen)
+
+
+def _budget(values: Any, where: _ManifestText) -> Budget:
+    if not isinstance(values, dict):
+        raise where.error(where.top_line("budget"), "'budget' must be a table")
+    table = _Table(values, "budget", 0, where)
+    table.check_keys((), _BUDGET_KEYS)
+    return Budget(**{key: table.seconds(key) for key in _BUDGET_KEYS if key in values})
 
 
 def _defaults(values: Any, where: _ManifestText) -> dict[str, str]:

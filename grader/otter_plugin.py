@@ -145,14 +145,18 @@ def fill_results(results: GradingResults, document: dict, exercises: tuple[Exerc
     results.clear_results()
     results.set_output(document.get("output", ""))
     tests = document.get("tests", [])
+    # an exercise's score as the total counts it (the gate on visible points included: grader.results)
+    counted = {e.get("id"): e.get("score") for e in document.get("extra_data", {}).get("exercises", [])}
     for exercise in exercises:
         entries = [t for t in tests if t.get("extra_data", {}).get("exercise") == exercise.id]
         why = document.get("extra_data", {}).get("ungraded") or document.get("output", "")
-        test_file = _test_file(exercise, entries, why)
+        test_file = _test_file(exercise, entries, why, counted.get(exercise.id))
         results.results[test_file.name] = test_file
 
 
-def _test_file(exercise: Exercise, entries: list[dict], why_ungraded: str) -> OttrTestFile:
+def _test_file(
+    exercise: Exercise, entries: list[dict], why_ungraded: str, counted: float | None = None
+) -> OttrTestFile:
     cases, outcomes = [], []
     for entry in entries:
         suite = entry["extra_data"]["suite"]
@@ -164,5 +168,6 @@ def _test_file(exercise: Exercise, entries: list[dict], why_ungraded: str) -> Ot
         cases, outcomes = [case], [TestCaseResult(case, why_ungraded, False)]
     test_file = OttrTestFile(exercise.label, exercise.label, cases, all_or_nothing=False)
     test_file.test_case_results = outcomes
-    test_file.update_score(round(sum(entry["score"] for entry in entries), 2))
+    score = counted if counted is not None else sum(entry["score"] for entry in entries)
+    test_file.update_score(round(score, 2))
     return test_file

@@ -3,7 +3,10 @@ hypothesis profiles. The same plugin serves a student's local run, the kit's CI 
 
 - ``--submission PATH``: the module under test (a .py file, or a folder holding optimization_toolkit.py).
   Default: ``optimization_toolkit.py`` beside the tests (the handout), else the kit's reference.
-- ``student``: calls the submission through the codec (see grader.student); a fresh worker per suite.
+- ``student``: calls the submission through the codec (see grader.student); a fresh worker per suite,
+  started at the suite's first test and closed when it ends (the two suites never share a worker, its
+  module state or its budgets). ``--hold-calls-fd N``: no call before descriptor N reads as closed
+  (grading runs the hidden suite beside the visible one, its first call after the visible one ends).
 - ``lab``: the lab's given parts (classes, constants, non-exercise functions), to build inputs with.
   It refuses exercise functions, so a test cannot take an expected value from the reference by accident.
 - ``reference``: the whole reference module, for hidden tests only (it is not in the handout).
@@ -20,7 +23,7 @@ import shutil
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +63,14 @@ settings.register_profile(
     # No shrinking: a failing example is reported as found. Grading needs the verdict, not the smallest
     # input (hidden inputs are never shown), and shrinking a stub's failures costs seconds per test.
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    # `student` is a test's fixture (one worker per suite, whatever the session holds) that gives every
+    # example the same worker: what the function-scoped check warns of does not happen
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],  # fmt: skip
 )
 # The kit's own deeper search (not for grading): more examples, still reproducible.
 settings.register_profile(
@@ -89,6 +99,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--worker-log", metavar="PATH", help="append what the submission printed to this file")
     group.addoption(
+        "--suite-cpu-seconds",
+        type=float,
+        metavar="S",
+        help="CPU seconds of each suite's workers all told (default: the manifest's [budget])",
+    )
+    group.addoption(
+        "--exercise-cpu-seconds",
+        type=float,
+        metavar="S",
+        help="CPU seconds of one exercise's calls in one suite (default: the manifest's [budget])",
+    )
+    group.addoption("--cost-out", metavar="PATH", help="write the CPU seconds the workers cost (JSON)")
+    group.addoption(
+        "--hold-calls-fd",
+        type=int,
+        metavar="N",
+        help="make no call into the submission before descriptor N reads as closed (its worker starts)",
+    )
+    group.addoption(
         "--inventory-out", metavar="PATH", help="write the collected suite tests as JSON (grader build)"
     )
     group.addoption(
@@ -112,7 +141,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _VERDICT = pytest.StashKey[Verdict]()
-_STUDENT_SUITES = pytest.StashKey[int]()
 
 
 def _root(config: pytest.Config) -> Path:
@@ -158,36 +186,56 @@ class OptLab:
         # What values decode into: the reference's classes, else (a student's own run) the stubs' given
         # parts, never the submission itself: its code runs only in its worker, under the import deadline.
         self.given = self.reference or _given_parts(root)
-        self.exercise_of = _exercise_of(root / MANIFEST, Path(reference) if reference else None) or {
+        manifest = _kit_manifest(root / MANIFEST, Path(reference) if reference else None)
+        self.exercise_of = _exercise_of(manifest) or {
             name: exercise.id for exercise in load_exercises(root) for name in exercise.functions
         }  # the handout's map (not secret): a timeout fails the rest of its exercise fast, as in grading
         self.contract = _contract(root, Path(reference) if reference else None, self.exercise_of)
-        self.timed_out: set[int] = set()  # shared by both suites: one endless loop costs one timeout
-        self.limits = Limits(call_seconds=config.getoption("call_timeout"))
+        self.limits = _limits(config, manifest)
+        self.cpu_spent = 0.0  # what the workers closed so far cost (`--cost-out`)
         self.intake = _intake(self.submission)
-        self.suites = config.stash.get(_STUDENT_SUITES, 1)  # how many suites of this session call it
-        self._ahead: list[tuple[Student, Callable[[], None]]] = []
-        self._handed = 0
+        self._suite: tuple[str, Student, Callable[[], None]] | None = None  # the running suite's worker
+        self._hold = config.getoption("hold_calls_fd", None)
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # worker uids must not read the kit while it grades
             # restored after the workers are closed (cleanups run last registered, first)
             config.add_cleanup(protect_kit(root, Path(__file__).parent))
         config.add_cleanup(self.close)
 
-    def student(self) -> tuple[Student, Callable[[], None]]:
-        """A Student on a fresh worker, and what closes it. While a suite runs, the worker of the next one
-        (of this session's `suites` that call the submission) is already starting."""
-        handed = self._ahead.pop(0) if self._ahead else self._new_student()
-        self._handed += 1
-        if self._handed < self.suites and self.config.getoption("worker") != "inprocess":
-            self._ahead.append(self._new_student())
-        return handed
+    def student(self, suite: str) -> Student:
+        """The Student of `suite` (one of SUITES, or "" for a test of neither): a fresh worker, module state
+        and budget per suite, started at its first test (no worker is ever started ahead of its need: one
+        never handed a call was read by no deadline) and closed when a test of another suite begins or
+        the session ends."""
+        if self._suite is not None and self._suite[0] == suite:
+            return self._suite[1]
+        self.close()
+        student, close = self._new_student(set())  # a timeout costs the rest of its exercise in its suite
+        self._suite = (suite, student, close)
+        self._await_hold()
+        return student
 
     def close(self) -> None:
-        """Close the workers started for suites that did not run (an interrupted or narrowed session)."""
-        while self._ahead:
-            self._ahead.pop()[1]()
+        """Close the running suite's worker, if any."""
+        if self._suite is not None:
+            _, _, close = self._suite
+            self._suite = None
+            close()
 
-    def _new_student(self) -> tuple[Student, Callable[[], None]]:
+    def _await_hold(self) -> None:
+        """Wait until the descriptor `--hold-calls-fd` names reads as closed (the visible suite's run has
+        ended): the worker imports meanwhile, but no input of this suite reaches it before."""
+        if self._hold is None:
+            return
+        hold, self._hold = self._hold, None
+        try:
+            while os.read(hold, 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(hold)
+
+    def _new_student(self, timed_out: set[int]) -> tuple[Student, Callable[[], None]]:
         if isinstance(self.intake, str):
             return unanswerable_student(self.intake), lambda: None
         lab = self.given
@@ -196,7 +244,7 @@ class OptLab:
             folder = Path(tempfile.mkdtemp(prefix="optlab-inprocess-"))
             (path := folder / MODULE_FILE).write_text(self.intake.source, encoding="utf-8")
             student = in_process_student(
-                path, lab, self.reference, self.exercise_of, self.timed_out, broken, self.contract
+                path, lab, self.reference, self.exercise_of, timed_out, broken, self.contract
             )
             return student, lambda: shutil.rmtree(folder, ignore_errors=True)
         try:
@@ -205,7 +253,7 @@ class OptLab:
                 lab,
                 self.reference,
                 self.exercise_of,
-                self.timed_out,
+                timed_out,
                 self.limits,
                 broken,
                 self.contract,
@@ -231,6 +279,22 @@ class OptLab:
             sys.stderr.write(f"optlab: what the worker printed was not logged ({error.strerror})\n")
         finally:
             student.close()
+            self.cpu_spent += sandbox.cpu_spent()
+            if out := self.config.getoption("cost_out"):
+                Path(out).write_text(json.dumps({"cpu_seconds": round(self.cpu_spent, 3)}))
+
+
+def _limits(config: pytest.Config, manifest) -> Limits:
+    """The workers' limits: the call's from --call-timeout, the budgets from the options, else the
+    manifest's [budget] (grader.manifest.Budget), else Limits' own (a student's run: no manifest)."""
+    budget = manifest.budget if manifest is not None else None
+    run = config.getoption("suite_cpu_seconds", None)
+    exercise = config.getoption("exercise_cpu_seconds", None)
+    if budget is not None:
+        run = run or budget.suite_cpu_seconds(len(SUITES))
+        exercise = exercise or budget.exercise_cpu_seconds
+    budgets = {"run_seconds": run, "exercise_seconds": exercise}
+    return Limits(call_seconds=config.getoption("call_timeout"), **{k: v for k, v in budgets.items() if v})
 
 
 class _EchoOutput:
@@ -307,13 +371,20 @@ def _submission_path(option: str | None, root: Path) -> Path:
     raise pytest.UsageError(f"no {MODULE_FILE} beside the tests: put yours there or pass --submission PATH")
 
 
-def _exercise_of(manifest_path: Path, reference_path: Path | None) -> dict[str, int]:
+def _kit_manifest(manifest_path: Path, reference_path: Path | None):
+    """The kit's manifest (grader.manifest.Manifest), checked against the reference; None in a student's
+    own run (neither is there)."""
     if not manifest_path.is_file() or reference_path is None:
-        return {}
+        return None
     from grader.manifest import load_manifest
     from grader.reference import read_reference
 
-    manifest = load_manifest(manifest_path, read_reference(reference_path, str(reference_path)))
+    return load_manifest(manifest_path, read_reference(reference_path, str(reference_path)))
+
+
+def _exercise_of(manifest) -> dict[str, int]:
+    if manifest is None:
+        return {}
     return {name: exercise.id for exercise in manifest.exercises for name in exercise.functions}
 
 
@@ -335,12 +406,12 @@ def optlab(pytestconfig: pytest.Config) -> OptLab:
     return OptLab(pytestconfig)
 
 
-@pytest.fixture(scope="package")
-def student(optlab: OptLab) -> Iterator[Student]:
-    """The submission, called through the codec; a fresh worker per suite (package)."""
-    handle, close = optlab.student()
-    yield handle
-    close()
+@pytest.fixture
+def student(optlab: OptLab, request: pytest.FixtureRequest) -> Student:
+    """The submission, called through the codec; a fresh worker per suite (OptLab.student). A test's
+    fixture, not the package's: tests/visible and tests/hidden are folders, not packages, so a
+    package-scoped fixture was one instance for both suites (one process, module state and budget)."""
+    return optlab.student(_suite_of(request.node) or "")
 
 
 @pytest.fixture(scope="session")
@@ -351,7 +422,7 @@ def reference(optlab: OptLab) -> types.ModuleType:
     return optlab.reference
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture
 def lab(optlab: OptLab, student: Student) -> Lab:
     """The lab's given parts: from the reference when grading, else from the submission itself."""
     return Lab(optlab.reference or student.decodes_into, optlab.exercise_of)
@@ -401,16 +472,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(*problems)
     if out := config.getoption("inventory_out"):
         Path(out).write_text(json.dumps([_inventory_entry(i) for i in items if _suite_of(i)], indent=1))
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Count the suites (packages) whose tests call the submission: each gets a worker of its own."""
-    suites = {
-        item.getparent(pytest.Package) or item.path.parent
-        for item in session.items
-        if "student" in getattr(item, "fixturenames", ())
-    }
-    session.config.stash[_STUDENT_SUITES] = len(suites)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -5,12 +5,19 @@ failed check's message (the call, what was expected, what came back). A hidden e
 manifest allows: by default only the property each failed check states, never its inputs, since a
 submission can put whatever it saw into its exceptions. The top-level output, which students see at
 once, is a summary table and what intake noticed; it shows hidden checks' counts and points only where
-their entries are visible at once too. extra_data holds the per-exercise breakdown, and each entry's
-extra_data every check as data (which check, the property it states, the promise it checks ("" for
-none), passed, the kind of failure: "wrong result", "not implemented", "timed out", "did not run" or the
-exception's type), which the batch report reads (never the text above), and from which the records can
-be rebuilt and scored again (grader.scoring.score_suites, with the inventory's promises). Strict JSON, at
-most 1 MB.
+their entries are visible at once too. Before the hidden results are shown, nothing a student sees
+depends on the hidden suite: the top-level output and the visible entries are a function of the visible
+checks alone (an import failure is said from the visible checks' records; a visible entry shows what its
+checks earn on their own). The gate on visible points (grader.scoring.working: a visible check earns
+only where its function computes, more than half the hidden checks of each of its value promises
+passing) is said, with the points it takes, in the hidden entry, and counts in the top-level `score`,
+which Gradescope shows (and which overrides the sum of the entries) only once no entry is hidden from
+the student. extra_data holds the per-exercise
+breakdown, and each entry's extra_data every check as data (which check, the property it states, the
+promise it checks ("" for none), passed, the kind of failure: "wrong result", "not implemented", "timed
+out", "did not run" or the exception's type), which the batch report reads (never the text above), and
+from which the records can be rebuilt and scored again (grader.scoring.score_suites, with the
+inventory's promises). Strict JSON, at most 1 MB.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ def results_document(
 ) -> dict:
     """The results.json content for a completed grading."""
     earned, possible = total(scores)
-    tests = [_entry(s) for s in scores]
+    tests = [_entry(s, scores) for s in scores]
     return {
         "score": earned,
         "execution_time": round(execution_time, 2),
@@ -93,16 +100,17 @@ def write_results(document: dict, path: Path) -> None:
         raise
 
 
-def _entry(score: SuiteScore) -> dict:
+def _entry(score: SuiteScore, scores: Sequence[SuiteScore] = ()) -> dict:
     exercise = score.exercise
     hidden = score.suite == "hidden"
+    gated = [s for s in scores if hidden and s.exercise == exercise and s.suite != "hidden" and s.gated]
     return {
         "name": score.name,
         "number": f"{exercise.id}.{1 if score.suite == 'visible' else 2}",
-        "score": score.score,
+        "score": score.shown_score,  # the visible entry's before the gate: a function of its checks alone
         "max_score": score.max_score,
         "status": "passed" if score.passed == len(score.records) else "failed",
-        "output": _entry_output(score, exercise.hidden_output if hidden else "full"),
+        "output": _entry_output(score, exercise.hidden_output if hidden else "full", _gate_note(gated)),
         "output_format": "text",
         "visibility": exercise.hidden_visibility if hidden else "visible",
         "tags": [exercise.part, f"exercise {exercise.id}"],
@@ -112,6 +120,8 @@ def _entry(score: SuiteScore) -> dict:
             "passed": score.passed,
             "total": len(score.records),
             "checks": [_check(record) for record in score.records],
+            # the points the gate took from this exercise's visible entry, which shows them earned
+            **({"gated_visible_points": cents(sum(s.gated for s in gated))} if gated else {}),
         },
     }
 
@@ -150,18 +160,30 @@ def failure_kind(record: TestRecord) -> str:
     return "failed"
 
 
-def _entry_output(score: SuiteScore, shown: str) -> str:
-    """An entry's text: how many checks passed, then its failures, each said once (checks that failed
-    with the same text are one line, "5 checks: NotImplementedError: ..."; a hidden entry names each
-    property once), at most MAX_ENTRY_CHARS in all."""
+def _gate_note(gated: Sequence[SuiteScore]) -> str:
+    """For the hidden entry of an exercise whose visible points the gate took (`gated`, its entries that
+    lost points to grader.scoring.working): which functions and how many points, said where the hidden
+    results are (never on the visible entry, whose page would then carry a bit of the hidden outcome)."""
+    if not gated:
+        return ""
+    names = ", ".join(f"{name}()" if name else "the exercise" for s in gated for name in s.withheld)
+    points = points_text(sum(s.gated for s in gated))
+    # the visible answers are in the handout: recalling them is not computing them
+    return (
+        f"The passing visible checks of {names} earn their points only where most hidden checks of each"
+        f" of its value promises pass too, and they do not: {points} of the visible entry's points do not"
+        " count in the total."
+    )
+
+
+def _entry_output(score: SuiteScore, shown: str, gate_note: str = "") -> str:
+    """An entry's text: how many checks passed (and `gate_note`), then its failures, each said once
+    (checks that failed with the same text are one line, "5 checks: NotImplementedError: ..."; a hidden
+    entry names each property once), at most MAX_ENTRY_CHARS in all."""
     failed = [r for r in score.records if not r.passed]
     head = f"{score.passed} of {len(score.records)} {score.suite} checks passed."
-    if score.withheld:  # the visible answers are in the handout: recalling them is not computing them
-        names = ", ".join(f"{name}()" if name else "the exercise" for name in score.withheld)
-        head += (
-            f" The passing checks of {names} earn their points only where most of its hidden checks of"
-            " values pass too, and they do not."
-        )
+    if gate_note:
+        head += f" {gate_note}"
     if not failed or shown == "none":
         return head
     groups: dict[tuple[str, str], list[TestRecord]] = {}  # (property, kind) or (failure text, "")
@@ -217,10 +239,11 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
     """The top-level output, which students see at once: hidden checks' counts and points only where
     the manifest shows hidden entries at once too (hidden_visibility "visible")."""
     later = {s.exercise.hidden_visibility for s in scores if not _shown_now(s)}
+    by_exercise = _by_exercise(scores)
     if later:
         # Gradescope shows a student no total while an entry is hidden from them: the total, which counts
         # the hidden checks, appears once grades are published; until then this line is what they see.
-        head = f"**Visible checks: {_points(s for s in scores if _shown_now(s))}**"
+        head = f"**Visible checks: {_points_text(_shown_points(r for r in by_exercise.values()))}**"
         when = " or ".join(sorted(WHEN_SHOWN[v] for v in later))
         lines = [
             head,
@@ -231,23 +254,25 @@ def _summary(scores: Sequence[SuiteScore], notes: Sequence[str], earned: float, 
         ]
     else:
         lines = [f"**Score: {points_text(earned)} / {points_text(possible)}**", ""]
-    if (headline := _import_headline(scores)) is not None:
+    if (headline := _import_headline(s for s in scores if s.suite != "hidden")) is not None:
         lines += [shown(headline, 400), ""]
     if notes:
         lines += [*(f"- {note}" for note in notes), ""]
     points_of = "points of visible checks" if later else "points"
     lines += [f"| exercise | visible | hidden | {points_of} |", "|---|---|---|---|"]
-    for exercise, rows in _by_exercise(scores).items():
+    for exercise, rows in by_exercise.items():
         cells = {s.suite: _counts(s) for s in rows}
-        points = _points(s for s in rows if _shown_now(s))
+        points = _points_text(_shown_points([rows]))
         lines.append(
             f"| {exercise.label} | {cells.get('visible', '-')} | {cells.get('hidden', '-')} | {points} |"
         )
     return "\n".join(lines)
 
 
-def _import_headline(scores: Sequence[SuiteScore]) -> str | None:
-    """Why the module never imported, where a check failed for that (grader.protocol.import_headline)."""
+def _import_headline(scores: Iterable[SuiteScore]) -> str | None:
+    """Why the module never imported, where a check of `scores` failed for that
+    (grader.protocol.import_headline): the visible entries' alone, since the summary is shown at once
+    and a hidden check's failure may quote the hidden inputs it was called with."""
     for score in scores:
         for record in score.records:
             if not record.passed and (headline := import_headline(record.message)) is not None:
@@ -265,9 +290,21 @@ def _shown_now(score: SuiteScore) -> bool:
     return score.suite != "hidden" or score.exercise.hidden_visibility == "visible"
 
 
-def _points(scores: Iterable[SuiteScore]) -> str:
-    scores = list(scores)
-    return f"{points_text(sum(s.score for s in scores))} / {points_text(sum(s.max_score for s in scores))}"
+def _shown_points(exercises: Iterable[Sequence[SuiteScore]]) -> tuple[float, float]:
+    """(earned, possible) of the entries of `exercises` shown at once: an exercise whose entries are
+    all shown counts as the total does (the gate on visible points included); one whose hidden entry is
+    not shown yet, its visible entry's own points alone."""
+    earned = possible = 0.0
+    for rows in exercises:
+        now = [s for s in rows if _shown_now(s)]
+        every = len(now) == len(rows)
+        earned += sum(s.score if every else s.shown_score for s in now)
+        possible += sum(s.max_score for s in now)
+    return earned, possible
+
+
+def _points_text(points: tuple[float, float]) -> str:
+    return f"{points_text(points[0])} / {points_text(points[1])}"
 
 
 def _breakdown(scores: Sequence[SuiteScore]) -> list[dict]:

@@ -17,9 +17,12 @@ tmpfs, or a walk) while it waits for the worker and at each answer: past its quo
 and the next starts on an empty disk.
 The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
-Each call has a deadline (CPU time, bounded in wall-clock time), each exercise a budget of call time in
-this sandbox, and the sandbox one for all calls: past one, the worker's process group is killed and the
-next call starts a fresh worker. The deadline fires whatever the grader is doing for the call: reading
+Each call has a deadline, each exercise a budget in this sandbox, and the sandbox one for all it costs,
+all in CPU time (the workers' own from their start, the reference worker's on their behalf, the
+grader's work for their calls), each bounded in wall-clock time only as a backstop for code that
+sleeps: past one, the worker's process group is killed and the next call starts a fresh worker; each
+worker's RLIMIT_CPU is what is left of the sandbox's budget (`cpu_spent`, `cpu_left`).
+The deadline fires whatever the grader is doing for the call: reading
 queued messages (it is checked before each one), writing (every write is non-blocking, and waits only
 until the deadline), or serving the worker's requests; the worker's CPU time is read from its own CPU
 clock at every answer that comes after its budget in wall time too, so an answer that comes after the
@@ -34,6 +37,7 @@ write.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import queue
@@ -48,7 +52,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader import cgroup, isolation, landlock, mounts, seccomp
@@ -114,11 +118,16 @@ _BOOT = (
 class Limits:
     """Bounds on one worker. Seconds are wall-clock unless named cpu."""
 
-    call_seconds: float = 3.0  # CPU time of the worker per call (a loaded machine does not count)
-    import_seconds: float = 10.0  # CPU time of the worker to import the module
-    wall_factor: float = 4.0  # and at most this many times those budgets in wall-clock time
-    exercise_seconds: float = 20.0  # wall-clock time of one exercise's calls in one sandbox
-    run_seconds: float = 300.0  # wall-clock time of all calls of one sandbox together
+    # CPU time decides every budget (a loaded machine or a neighbour costs no points): the worker's, the
+    # reference worker's on its behalf, and the grader's decoding of its answers
+    call_seconds: float = 3.0  # one call's
+    import_seconds: float = 10.0  # the worker's, to import the module
+    wall_factor: float = 4.0  # and at most this many times a call's in wall-clock time
+    # and this many times the import's, an exercise's or the sandbox's: a backstop for code that sleeps,
+    # generous enough for CPU-bound code on a machine loaded tenfold (a neighbour must never cost points)
+    backstop_factor: float = 10.0
+    exercise_seconds: float = 20.0  # one exercise's calls in one sandbox (one suite)
+    run_seconds: float = 300.0  # the whole sandbox: every worker it started, idle time included
     memory_bytes: int = 1 << 30  # address space and data (rlimits); resident memory (a cgroup, where made)
     cpu_seconds: int = 300
     file_bytes: int = 16 << 20
@@ -151,6 +160,8 @@ class Sandbox:
         self.limits = limits or Limits()
         self.serve_request = serve_request
         self.reference = reference  # answers this worker's reference requests, from a process of its own
+        if reference is not None:
+            reference.cpu_left = self.cpu_left  # its workers' RLIMIT_CPU: what is left of this budget
         self.exercise_of = exercise_of
         self.layers = isolation.machine_layers()
         # no sandbox here (Windows): a plain worker process, over its stdin and stdout, read by a thread
@@ -188,9 +199,16 @@ class Sandbox:
         self._spawned = 0.0
         self._inherited: tuple[int, ...] = ()  # descriptors every start's worker inherits (kept open here)
         self._start_failure: dict | None = None
-        self._spent = 0.0
-        self._spent_by: dict[int, float] = {}  # exercise -> wall-clock seconds of its calls
-        self._answered: tuple[int | None, float] | None = None  # the last call's exercise, when it ended
+        self._spent = 0.0  # wall-clock seconds of all calls (the backstop)
+        self._spent_by: dict[int, float] = {}  # exercise -> wall-clock seconds of its calls (the backstop)
+        self._cpu_by: dict[int, float] = {}  # exercise -> CPU seconds of its calls (what decides)
+        self._cpu_ended = 0.0  # CPU seconds of this sandbox's workers that have ended (their rusage)
+        self._cpu_grader = 0.0  # CPU seconds of the grader's work on the answers (`settled`)
+        self._rlimit_cpu = self.limits.cpu_seconds  # the running worker's RLIMIT_CPU (`_spawn_limits`)
+        self._serving_since: float | None = None  # the grader's thread's CPU clock when the open call began
+        self._budget_spent = False  # a worker was ended by the kernel at the CPU time left to the sandbox
+        # the last call's exercise, when it ended (wall clock, the grader's thread's CPU clock)
+        self._answered: tuple[int | None, float, float] | None = None
         self.restarts = 0
         self.log: list[str] = []
 
@@ -199,9 +217,13 @@ class Sandbox:
     def send(self, message: dict) -> dict:
         """Deliver one call, serve the worker's requests until it answers; enforce the deadlines."""
         exercise = self.exercise_of.get(str(message.get("function")))
+        if self._ready and not self.running():  # it ended between calls (its CPU time spent?): reaped
+            self._kill("it ended between calls")
         if (out_of_time := self._out_of_time(exercise)) is not None:
             return out_of_time
         started = calling = time.monotonic()
+        cpu_calling: float | None = None
+        self._serving_since = time.thread_time()  # the grader's work for the call (requests it serves)
         reference = self.reference if message.get("reference") else None  # the call may ask it
         try:
             if reference is not None and self._process is not None and reference.ended():
@@ -214,6 +236,7 @@ class Sandbox:
                 return failure
             calling = time.monotonic()
             deadline = self._deadline(self.limits.call_seconds, exercise)
+            cpu_calling = deadline.cpu_start
             if not self._post(message, deadline):
                 return self._timed_out(message, deadline)
             requests = request_bytes = 0
@@ -242,7 +265,11 @@ class Sandbox:
             self._spent += now - started
             if exercise is not None:
                 self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + now - calling
-            self._answered = (exercise, now)
+                if cpu_calling is not None:  # the call reached its worker: its CPU and the reference's
+                    self._charge(exercise, self.cpu_spent() - cpu_calling)
+            self._cpu_grader += time.thread_time() - self._serving_since
+            self._serving_since = None
+            self._answered = (exercise, now, time.thread_time())
 
     def settled(self) -> None:
         """The grader is done with the last call's answer (decoded, its changes written back): that work
@@ -251,11 +278,29 @@ class Sandbox:
         encoded once) and the grader a second each to decode, on no one's time."""
         if self._answered is None:
             return
-        (exercise, ended), self._answered = self._answered, None
-        spent = time.monotonic() - ended
+        (exercise, ended, cpu), self._answered = self._answered, None
+        spent, cpu = time.monotonic() - ended, time.thread_time() - cpu
         self._spent += spent
+        self._cpu_grader += cpu
         if exercise is not None:
             self._spent_by[exercise] = self._spent_by.get(exercise, 0.0) + spent
+            self._charge(exercise, cpu)
+
+    def _charge(self, exercise: int, cpu: float) -> None:
+        self._cpu_by[exercise] = self._cpu_by.get(exercise, 0.0) + max(0.0, cpu)
+
+    def cpu_spent(self) -> float:
+        """CPU seconds this sandbox has cost so far: every worker it started (from its start: its import,
+        its calls and whatever it did between them), the reference worker's on its behalf, and the
+        grader's work for its calls (the requests it served, the answers it decoded)."""
+        live = _cpu_time(self._process.pid) if self._process is not None and _CPU_READABLE else 0.0
+        reference = self.reference.cpu_spent() if self.reference is not None else 0.0
+        serving = time.thread_time() - self._serving_since if self._serving_since is not None else 0.0
+        return self._cpu_ended + live + reference + self._cpu_grader + serving
+
+    def cpu_left(self) -> float:
+        """CPU seconds left of the sandbox's budget (`Limits.run_seconds`)."""
+        return self.limits.run_seconds - self.cpu_spent()
 
     def _timed_out(self, message: dict, deadline: _Deadline) -> dict:
         """End the worker whose call ran past `deadline`; the call's answer says whose time ran out."""
@@ -271,12 +316,18 @@ class Sandbox:
         return failure_answer(f"{name}() asked the grader for more than {bound} in one call")
 
     def _out_of_time(self, exercise: int | None) -> dict | None:
-        """The answer for a call that may not start: the run's or its exercise's time is used up."""
-        if self._spent >= self.limits.run_seconds:
-            why = f"the grading time limit ({self.limits.run_seconds:.0f} s) was reached"
+        """The answer for a call that may not start: the run's or its exercise's time is used up (its CPU
+        time, or, for code that sleeps, backstop_factor times that in wall-clock time)."""
+        limits = self.limits
+        spent = self._budget_spent or self.cpu_left() <= 0
+        if spent or self._spent >= limits.run_seconds * limits.backstop_factor:
+            why = f"the grading time limit ({limits.run_seconds:g} s of CPU time in this suite) was reached"
             return failure_answer(why, timed_out="run")
-        if exercise is not None and self._spent_by.get(exercise, 0.0) >= self.limits.exercise_seconds:
-            why = f"exercise {exercise} used its {self.limits.exercise_seconds:g} s of call time in this run"
+        if exercise is not None and (
+            self._cpu_by.get(exercise, 0.0) >= limits.exercise_seconds
+            or self._spent_by.get(exercise, 0.0) >= limits.exercise_seconds * limits.backstop_factor
+        ):
+            why = f"exercise {exercise} used its {limits.exercise_seconds:g} s of CPU time in this run"
             return failure_answer(why, timed_out="exercise")
         return None
 
@@ -392,7 +443,40 @@ class Sandbox:
 
     def running(self) -> bool:
         """Whether the worker process is started and has not ended."""
-        return self._process is not None and self._process.poll() is None
+        return self._process is not None and self._reap(self._process, 0.0) is None
+
+    def _ended_at_budget(self, code: int) -> bool:
+        """Whether a worker that ended with `code`, not killed by the grader, was ended by the kernel at
+        its RLIMIT_CPU where that was what was left of the sandbox's budget (the kernel's count runs
+        ahead of the process's CPU clock: it ends a worker at about 0.8 of its limit, so the limit, not
+        the clock, says so). Not an out-of-memory kill."""
+        by_limit = code in (-signal.SIGKILL, -signal.SIGXCPU) and self._rlimit_cpu < self.limits.cpu_seconds
+        oom = self._memory is not None and self._memory.oom_kills() > self._oom_kills
+        return by_limit and not oom
+
+    def _reap(self, process: subprocess.Popen, timeout: float, killed: bool = False) -> int | None:
+        """`process`'s exit code once it has ended (waiting at most `timeout` s), else None; its CPU time
+        (its rusage, read as it is reaped) is charged to this sandbox (`killed`: by the grader)."""
+        if process.returncode is not None or not hasattr(os, "wait4"):
+            try:
+                return process.wait(timeout=timeout) if timeout else process.poll()
+            except subprocess.TimeoutExpired:
+                return None
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its CPU time is lost to the count
+                return process.poll()
+            if pid:
+                process.returncode = os.waitstatus_to_exitcode(status)
+                self._cpu_ended += usage.ru_utime + usage.ru_stime
+                if not killed and self._ended_at_budget(process.returncode):
+                    self._budget_spent = True
+                return process.returncode
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.002)
 
     def _peer(self) -> tuple[dict, tuple[int, ...]]:
         """What this start's worker needs to reach the other worker of its grading, if any: entries of its
@@ -401,6 +485,14 @@ class Sandbox:
             return {}, ()
         fds = self.reference.pair()
         return {"reference_fds": fds}, fds
+
+    def _spawn_limits(self) -> Limits:
+        """The limits of the worker about to start: its RLIMIT_CPU no more than the CPU time left to the
+        sandbox, so that a worker burning CPU between calls (an interval timer's handler), which no call's
+        deadline reads, is killed by the kernel once the grading's budget is spent."""
+        left = math.ceil(max(1.0, self.cpu_left())) + 1  # the kernel's count runs ahead of the clock
+        self._rlimit_cpu = min(self.limits.cpu_seconds, left)
+        return replace(self.limits, cpu_seconds=self._rlimit_cpu)
 
     def _spawn(self) -> None:
         if self._quota.breached:  # the worker ended at its quota: the next one starts with an empty disk
@@ -428,7 +520,7 @@ class Sandbox:
                 env=_worker_environment(self.work),
                 start_new_session=True,
                 preexec_fn=_Confine(
-                    self.limits, self.layers, self.lease, self._ruleset, self._memory, self.work
+                    self._spawn_limits(), self.layers, self.lease, self._ruleset, self._memory, self.work
                 ),
             )
         except (OSError, subprocess.SubprocessError) as error:  # the machine's fault, not the submission's
@@ -534,10 +626,25 @@ class Sandbox:
     ) -> _Deadline:
         """A call's deadline, or with `since` (a monotonic time) one that counts the worker's CPU time from
         its start and the wall time from `since`."""
-        walls = {"call": cpu_seconds * self.limits.wall_factor, "run": self.limits.run_seconds - self._spent}
-        if exercise is not None:
-            walls["exercise"] = self.limits.exercise_seconds - self._spent_by.get(exercise, 0.0)
-        deadline = _Deadline(self._process.pid if self._process else None, cpu_seconds, walls, since)
+        limits, pid = self.limits, self._process.pid if self._process else None
+        walls = {
+            "call": cpu_seconds * limits.wall_factor,
+            "run": limits.run_seconds * limits.backstop_factor - self._spent,
+        }
+        if since is not None:  # the import: the worker's own CPU time from its start (a module that never
+            # imports loses every point: its wall-clock bound is a backstop, as generous as a suite's)
+            walls["call"] = cpu_seconds * limits.backstop_factor
+            deadline = _Deadline(pid, {"call": cpu_seconds}, walls, since)
+        else:  # a call: the sandbox's CPU time (the reference's on its behalf too) from now
+            cpus = {"call": cpu_seconds, "run": self.cpu_left()}
+            if exercise is not None:
+                cpus["exercise"] = limits.exercise_seconds - self._cpu_by.get(exercise, 0.0)
+                walls["exercise"] = limits.exercise_seconds * limits.backstop_factor - self._spent_by.get(
+                    exercise, 0.0
+                )
+            deadline = _Deadline(
+                pid, cpus, walls, clock=self.cpu_spent, processes=1 + (self.reference is not None)
+            )
         deadline.quota = self._quota.breach  # the disk quota is watched while the grader waits
         return deadline
 
@@ -590,10 +697,11 @@ class Sandbox:
             self._selector.select(deadline.poll_seconds())
 
     def _death_reason(self) -> str:
-        try:
-            code = self._process.wait(timeout=2) if self._process is not None else None
-        except subprocess.TimeoutExpired:
+        code = self._reap(self._process, 2.0) if self._process is not None else None
+        if self._process is not None and code is None:
             return "the submission's process stopped answering (it closed the grader's pipe)"
+        if self._budget_spent:
+            return "the grading time limit was reached (its suite's CPU time is spent)"
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             if name == "SIGKILL" and self._memory is not None and self._memory.oom_kills() > self._oom_kills:
@@ -625,10 +733,7 @@ class Sandbox:
                 process.kill()
         except (ProcessLookupError, PermissionError):
             pass
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self._reap(process, 10.0, killed=True)
         handles = (
             (self._reader, self._writer)
             if self._plain
@@ -674,6 +779,8 @@ class ReferenceWorker:
         self._calls = 0  # calls opened and closed, in the shared page's CALL_COUNT bytes
         self._ends: tuple[int, int] | None = None  # the reference worker's pipe ends, until it starts
         self.sandbox: Sandbox | None = None
+        self._cpu_ended = 0.0  # CPU seconds of the reference workers that have ended
+        self.cpu_left: Callable[[], float] | None = None  # the submission's sandbox's CPU time left
 
     def pair(self) -> tuple[int, int]:
         """New pipes for a new submission worker, whose ends are returned (answers to read, requests to
@@ -726,11 +833,17 @@ class ReferenceWorker:
         config["message_bytes"] = self._limits.message_bytes
         return config, ends
 
+    def cpu_spent(self) -> float:
+        """CPU seconds of every reference worker this one started (each answered its submission worker
+        alone: their cost is that submission's)."""
+        return self._cpu_ended + (self.sandbox.cpu_spent() if self.sandbox is not None else 0.0)
+
     def end(self) -> None:
         """End the reference worker, if one runs, and close what it has not taken."""
         self.close_call()
         if self.sandbox is not None:
             self.sandbox.close()
+            self._cpu_ended += self.sandbox.cpu_spent()
             self.sandbox = None
         for fd in self._ends or ():
             os.close(fd)
@@ -750,6 +863,11 @@ class _AnsweringSandbox(Sandbox):
         super().__init__(source, {}, False, _no_requests, limits)
         self._answering = reference
         self._inherited = (reference._call_fd,)
+
+    def cpu_left(self) -> float:
+        """The submission's sandbox's: the reference works on its budget."""
+        owner = self._answering.cpu_left
+        return owner() if owner is not None else super().cpu_left()
 
     def _peer(self) -> tuple[dict, tuple[int, ...]]:
         return self._answering.answering()
@@ -822,17 +940,29 @@ class _Deadline:
     breach: str | None = None
 
     def __init__(
-        self, pid: int | None, cpu_seconds: float, walls: dict[str, float], since: float | None = None
+        self,
+        pid: int | None,
+        cpus: dict[str, float],
+        walls: dict[str, float],
+        since: float | None = None,
+        clock: Callable[[], float] | None = None,
+        processes: int = 1,
     ):
-        """`walls`: the wall-clock bounds that apply, by whose time they are (a protocol.TIME_SCOPES);
-        `since`: where given, the wall time counts from then and the CPU time from the process's start."""
-        self.pid, self.cpu_seconds = pid, cpu_seconds
+        """`cpus` and `walls`: the CPU and wall-clock bounds that apply, by whose time they are (a
+        protocol.TIME_SCOPES); `since`: where given, the wall time counts from then and the CPU time from
+        the process's start; `clock`: where given, the CPU time is that clock's from now (a sandbox's
+        whole cost: its `processes` may compute at once), else the worker's own (`pid`)."""
+        self.pid, self.clock, self.processes = pid, clock, processes
+        self.cpu_scope = min(cpus, key=cpus.__getitem__)
+        self.cpu_seconds = max(0.0, cpus[self.cpu_scope])
         self.wall_scope = min(walls, key=walls.__getitem__)
         self.wall_seconds = max(0.0, walls[self.wall_scope])
         self.started = time.monotonic() if since is None else since
         self.wall_end = self.started + self.wall_seconds
         self.next_reading = time.monotonic() + self.POLL
         self.cpu_start: float | None = None if since is None else 0.0
+        if clock is not None and _CPU_READABLE:
+            self.cpu_start = clock()  # read now: with two processes no wall time bounds it from above
 
     def passed(self) -> bool:
         now = time.monotonic()
@@ -847,22 +977,25 @@ class _Deadline:
         return self.cpu_used() >= self.cpu_seconds
 
     def cpu_used(self) -> float:
-        """The worker's CPU time since the call began; until the first reading, all the time that passed
-        counts as CPU time (an upper bound, so the budget is never exceeded unnoticed). Not read when the
-        call starts: a worker still polling its pipe runs on another CPU, whose clock costs more to read."""
+        """The CPU time since the call began; for the worker's own clock, until the first reading all the
+        time that passed counts as CPU time (an upper bound, so the budget is never exceeded unnoticed),
+        not read when the call starts: a worker still polling its pipe runs on another CPU, whose clock
+        costs more to read."""
         if not _CPU_READABLE:  # no CPU clock of another process (Windows): its wall time stands in
             return time.monotonic() - self.started
+        if self.clock is not None:
+            return self.clock() - (self.cpu_start or 0.0)
         now = _cpu_time(self.pid)
         if self.cpu_start is None:
             self.cpu_start = now - (time.monotonic() - self.started)
         return now - self.cpu_start
 
     def cpu_exceeded(self) -> bool:
-        """Whether the worker has used its CPU time (read now, not at the last poll). A worker has one
-        thread (RLIMIT_NPROC is 0): its CPU time cannot run ahead of the wall clock, so a call shorter than
-        its CPU budget is not read at all (reading the clock of a process that has just run, perhaps still
-        on another CPU, costs a small call's round trip up to half again)."""
-        if time.monotonic() - self.started < self.cpu_seconds:
+        """Whether the CPU time is used up (read now, not at the last poll). A worker has one thread
+        (RLIMIT_NPROC is 0): the CPU time of `processes` cannot run ahead of that many times the wall
+        clock, so a call shorter than that is not read at all (reading the clock of a process that has
+        just run, perhaps still on another CPU, costs a small call's round trip up to half again)."""
+        if (time.monotonic() - self.started) * self.processes < self.cpu_seconds:
             return False
         return self.cpu_used() >= self.cpu_seconds
 
@@ -870,17 +1003,20 @@ class _Deadline:
         return max(0.0, min(self.POLL, self.wall_end - time.monotonic()))
 
     def scope(self) -> str | None:
-        """Whose time ran out: the call's (its CPU time or wall bound), its exercise's, or the run's; None
-        where no time ran out (the disk quota was passed)."""
+        """Whose time ran out: the call's, its exercise's, or the run's (CPU time, or the wall-clock
+        backstop); None where no time ran out (the disk quota was passed)."""
         if self.breach is not None:
             return None
-        return "call" if self.cpu_used() >= self.cpu_seconds else self.wall_scope
+        return self.cpu_scope if self.cpu_used() >= self.cpu_seconds else self.wall_scope
 
     def overrun(self) -> str:
         if self.breach is not None:
             return self.breach
         if self.cpu_used() >= self.cpu_seconds:
-            return f"it used {self.cpu_seconds:g} s of CPU time (an endless loop?)"
+            if self.cpu_scope == "run":
+                return f"the grading time limit was reached ({self.cpu_seconds:.3g} s of CPU time left)"
+            why = " (an endless loop?)" if self.cpu_scope == "call" else ", its exercise's last in this run"
+            return f"it used {self.cpu_seconds:.3g} s of CPU time{why}"
         whose = {"call": "", "exercise": " (its exercise's call time in this run)", "run": " (the run's)"}
         return f"it was still running after {self.wall_seconds:.3g} s{whose[self.wall_scope]}"
 

@@ -34,6 +34,8 @@ that leaves every core promise holding costs that promise's share alone, at most
 (2/5 split over its other promises: with five, 8% each). An exercise of several functions keeps the
 points of those that compute. Instructors write `weight` in a promise file where the defaults do not
 suit; docs/points.md shows every split.
+The gate on visible checks counts in the total; a page shows it where the hidden results are shown
+(`own_score`: what the visible entry's checks earn on their own, all a page may show before).
 
 An entry's score is rounded to 0.01 (every check earning: its maximum exactly). A test that did not pass
 (failed, errored, skipped or missing from the run) earns nothing. An exercise with no test at all is
@@ -73,6 +75,19 @@ class SuiteScore:
     max_score: float
     # the functions whose passing checks here earned nothing for want of a passing hidden check (`working`)
     withheld: tuple[str, ...] = ()
+    # what its checks earn on their own, before that gate (None: no gate applies): what a page shows
+    # before the hidden results are (a function of this suite alone); `score` is what counts in the total
+    own_score: float | None = None
+
+    @property
+    def shown_score(self) -> float:
+        """The entry's score as its own checks earn it: the visible entry's before the gate."""
+        return self.score if self.own_score is None else self.own_score
+
+    @property
+    def gated(self) -> float:
+        """The points the gate on visible checks took from this entry (0.0 where it took none)."""
+        return cents(self.shown_score - self.score)
 
     @property
     def passed(self) -> int:
@@ -136,13 +151,15 @@ def score_exercise(
     for (suite, in_suite), most in zip(groups, maxima, strict=True):
         entry = tallies(in_suite, promises)
         withheld: tuple[str, ...] = ()
+        own = None
         if suite == HIDDEN:
             score = entry_score(most, entry, computing=working(entry))
         else:
             score = entry_score(most, entry, proven)
             if proven is not None:
                 withheld = tuple(sorted({t.function for t in entry if t.passed} - proven))
-        out.append(SuiteScore(exercise, suite, in_suite, score, most, withheld))
+                own = entry_score(most, entry)
+        out.append(SuiteScore(exercise, suite, in_suite, score, most, withheld, own))
     return out
 
 

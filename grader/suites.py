@@ -78,9 +78,10 @@ def run_suites(
     paths: Sequence[str] | None = None,
     pytest_args: Sequence[str] = (),
     timeout: float | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> list[TestRecord]:
     """Run the suites of the kit at `root` (or only the test files `paths`, relative to it) against
-    `submission`; one record per test that ran."""
+    `submission`; one record per test that ran. `pass_fds`: descriptors pytest inherits."""
     with tempfile.TemporaryDirectory(prefix="optlab-run-") as scratch:
         report_path = Path(scratch) / "report.json"
         command = [
@@ -99,7 +100,7 @@ def run_suites(
             *pytest_args,
         ]  # fmt: skip
         env = _bytecode(root, dict(os.environ, PYTHONHASHSEED="0"))
-        run, cut = _run_within(command, root, env, timeout)
+        run, cut = _run_within(command, root, env, timeout, pass_fds)
         report, problem = _read_report(report_path)
     if cut:  # the run's own time spent: what it reported counts (nothing, where it was cut too soon)
         raise SuiteRunError(f"the suites did not finish within {timeout:g} s", _records(report))
@@ -135,13 +136,14 @@ def _bytecode(root: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def _run_within(
-    command: list[str], root: Path, env: dict, timeout: float | None
+    command: list[str], root: Path, env: dict, timeout: float | None, pass_fds: Sequence[int] = ()
 ) -> tuple[subprocess.CompletedProcess, bool]:
     """Run pytest; past `timeout`, interrupt it as Ctrl-C would, so that it still reports the tests that
     ran, and kill it if it has not within INTERRUPT_GRACE. Returns the run and whether it was cut."""
     process = subprocess.Popen(
-        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        pass_fds=tuple(pass_fds),
+    )  # fmt: skip
     try:
         out, err = process.communicate(timeout=timeout)
         return subprocess.CompletedProcess(command, process.returncode, out, err), False

@@ -68,10 +68,19 @@ def problems(path: Path, kit: bool = True) -> list[str]:
         if test.get("output_format", "text") not in FORMATS:
             out.append(f"{where}: bad output_format")
     if tests and isinstance(doc.get("score"), int | float):
+        # Gradescope's top-level score overrides the tests' sum: the kit's is that sum less the visible
+        # points the gate took, which each hidden entry states (grader.results: never on the visible page)
         total = sum(t.get("score", 0) for t in tests if isinstance(t, dict))
+        total -= sum(_gated(t) for t in tests if isinstance(t, dict))
         if not math.isclose(total, doc["score"], abs_tol=1e-6):
-            out.append(f"top-level score {doc['score']} is not the sum of the tests' {total}")
+            out.append(f"top-level score {doc['score']} is not the tests' sum less the gate's, {total}")
     return out
+
+
+def _gated(test: dict) -> float:
+    extra = test.get("extra_data")
+    gated = extra.get("gated_visible_points", 0) if isinstance(extra, dict) else 0
+    return gated if isinstance(gated, int | float) else 0
 
 
 def _number(obj: dict, key: str, where: str) -> list[str]:

@@ -39,8 +39,9 @@ from pathlib import Path
 import pytest
 
 from grader.expect import call, expect_close
-from grader.grading import grade
+from grader.grading import grade, kit_manifest
 from grader.isolation import LAYERS_OFF, protect_kit
+from grader.manifest import Budget
 from grader.protocol import CallTimedOut, SubmissionError
 from grader.pytest_plugin import _EchoOutput
 from grader.sandbox import Limits, _cpu_time, proc_stat
@@ -1129,8 +1130,9 @@ def test_the_graders_work_on_an_answer_counts_against_its_exercises_time(ref):
     its two suites' 20 s each only because their checks make few calls). The decoding now counts as
     the call's: the grader's work for the calls is within the time the sandbox charged. The link is the
     one the suites' plugin gives the Student (it echoes the worker's output)."""
-    limits = Limits(call_seconds=1.0, import_seconds=5.0, exercise_seconds=2.0)
-    with worker(ref, WIDE, limits=limits) as (student, box), bounded(120):
+    # the exercise's 2 s are CPU time; its calls' wall-clock bound, wide enough for a loaded machine
+    limits = Limits(call_seconds=3.0, import_seconds=5.0, exercise_seconds=2.0, wall_factor=30.0)
+    with worker(ref, WIDE, limits=limits) as (student, box), bounded(240):
         student.link = _EchoOutput(box)
         assert student.group_advantages([1.0, 0.0]) == ref.group_advantages([1.0, 0.0])  # started
         charged, cpu = box._spent, _grader_cpu()
@@ -1399,17 +1401,22 @@ def test_a_table_of_the_visible_tests_answers_earns_nothing(tmp_path, sandboxes,
     """The visible tests' inputs and answers are in the handout: a softmax that looks them up and computes
     nothing passed its 5 visible checks and earned their 1.07 points (the whole visible entry), every
     hidden check failing; on all 20 exercises such a table passed 115 of the 145 visible checks and
-    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function."""
+    earned 21.96 of 100. Now a visible check earns only beside a passing hidden check of its function:
+    the total says so, and the hidden entry (the visible one shows what its checks earn on their own,
+    as the page before publication must: issue 33)."""
     monkeypatch.setenv("TMPDIR", str(sandboxes))
     table = _visible_softmax_answers(tmp_path)
     document = grade_source(tmp_path / "graded", STUB + MEMORIZER % table, exercises=[8])
-    visible = next(t for t in document["tests"] if t["extra_data"]["suite"] == "visible")
+    entries = {t["extra_data"]["suite"]: t for t in document["tests"]}
+    visible, hidden = entries["visible"], entries["hidden"]
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]  # the table answers them all
     assert document["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
-    assert WITHHELD_SOFTMAX in visible["output"]
+    assert WITHHELD_SOFTMAX in hidden["output"] and WITHHELD_SOFTMAX not in visible["output"]
 
 
-WITHHELD_SOFTMAX = "softmax() earn their points only where most of its hidden checks of values pass"
+WITHHELD_SOFTMAX = (
+    "softmax() earn their points only where most hidden checks of each of its value promises pass"
+)
 CHEAP_CASES = """
 
 _TABLE = %r
@@ -1439,8 +1446,8 @@ def test_a_table_beside_the_cheap_cases_earns_no_visible_points(tmp_path, sandbo
     visible, hidden = entries["visible"], entries["hidden"]
     assert visible["extra_data"]["passed"] == visible["extra_data"]["total"]
     assert hidden["extra_data"]["passed"] >= 5, hidden["output"]  # the cheap cases do pass
-    assert visible["score"] == 0, {t["name"]: t["score"] for t in document["tests"]}
-    assert WITHHELD_SOFTMAX in visible["output"]
+    assert document["score"] == hidden["score"], {t["name"]: t["score"] for t in document["tests"]}
+    assert WITHHELD_SOFTMAX in hidden["output"] and WITHHELD_SOFTMAX not in visible["output"]
 
 
 def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
@@ -1459,3 +1466,200 @@ def test_an_answer_the_grader_cannot_read_is_not_the_calls_value_error(ref):
             student.softmax("unreadable:")
     assert not isinstance(raised.value, ValueError)
     assert "could not be read" in str(raised.value)
+
+
+# -- 13. nothing of the hidden suite before publication (issue 33) ---------------------------------------
+
+# softmax is honest on the visible tests' inputs (the handout's literals) and on nothing else: every
+# other input is one a hidden check drew. `%s` is what it does then.
+ONLY_VISIBLE_INPUTS = """
+
+import math as _m
+
+_L2, _L3 = _m.log(2.0), _m.log(3.0)
+_SEEN = {0.0, 3.0, _L2, 1.0, 2.0, _L3, 5.0, -700.0, 1000.0, 5.0 + _L3, 1000.0 + _L2, -1000.0}
+_SEEN |= {x + c for x in (0.5, -1.0, 2.0) for c in (0.0, 10.0, -3.0, 500.0)}
+
+
+def softmax(xs):
+    if all(x in _SEEN for x in xs):
+        top = max(xs)
+        es = [_m.exp(x - top) for x in xs]
+        return [e / sum(es) for e in es]
+    %s
+"""
+# a hidden input, put where the import headline read it from any check's failure
+RAISES_AS_AN_IMPORT_FAILURE = 'raise RuntimeError("the submission could not be imported: LEAKED " + repr(xs))'
+WRONG_ELSEWHERE = "return [1.0 / len(xs)] * len(xs)"  # the gate on visible points then takes them
+
+
+def page_before_publication(document: dict) -> dict:
+    """What a student sees at once: the top-level output and every entry shown now, with its score."""
+    keys = ("name", "score", "max_score", "status", "output")
+    shown = [{k: t[k] for k in keys} for t in document["tests"] if t["visibility"] == "visible"]
+    return {"output": document["output"], "tests": shown}
+
+
+@pytest.fixture
+def hook_off(monkeypatch, sandboxes):
+    """A grading with the audit hook off (OPTLAB_LAYERS_OFF), in a TMPDIR the worker user may pass."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    monkeypatch.setenv(LAYERS_OFF, _with_off("audit_hook"))
+
+
+def test_a_hidden_input_in_an_import_failures_words_is_not_on_the_page(tmp_path, hook_off):
+    """The import headline took the first line after IMPORT_FAILED from any check, hidden ones included,
+    and put it in the top-level output, shown at once: a softmax that raised those words with a hidden
+    input put that input (400 characters) on the page. Now the headline is the visible checks' alone."""
+    source = REFERENCE + HOOK_OFF + ONLY_VISIBLE_INPUTS % RAISES_AS_AN_IMPORT_FAILURE
+    document = grade_source(tmp_path, source, exercises=[8])
+    hidden = next(t for t in document["tests"] if t["extra_data"]["suite"] == "hidden")
+    assert "RuntimeError" in {c.get("kind") for c in hidden["extra_data"]["checks"]}  # hidden inputs drawn
+    page = json.dumps(page_before_publication(document))
+    assert "LEAKED" not in page and "could not be imported" not in page, page
+
+
+def test_the_page_before_publication_is_the_visible_suites_alone(tmp_path, hook_off):
+    """A softmax right on the visible inputs and wrong on every hidden one: the gate on visible points
+    (a visible check earns only where most of its function's hidden value checks pass) showed on the
+    visible entry as its score (0) and a note, one bit of the hidden outcome per function at every
+    submission. Now the page before publication is the reference's, byte for byte (both pass every
+    visible check), and the student's own run agrees with it; the gate counts in the total and is said
+    in the hidden entry."""
+    source = REFERENCE + HOOK_OFF + ONLY_VISIBLE_INPUTS % WRONG_ELSEWHERE
+    gated = grade_source(tmp_path / "gated", source, exercises=[8])
+    honest = grade_source(tmp_path / "honest", REFERENCE, exercises=[8])
+    assert page_before_publication(gated) == page_before_publication(honest)
+    entries = {t["extra_data"]["suite"]: t for t in gated["tests"]}
+    visible, hidden = entries["visible"], entries["hidden"]
+    assert gated["score"] == hidden["score"] < honest["score"]  # the visible points do not count
+    assert WITHHELD_SOFTMAX in hidden["output"]
+    submission = tmp_path / "gated" / "submission" / "optimization_toolkit.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/visible/test_ex08_softmax.py",
+         f"--submission={submission}"],
+        cwd=KIT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    row = next(line for line in run.stdout.splitlines() if line.startswith(" 8 softmax"))
+    assert f"{visible['score']:g}/{visible['max_score']:g}" in row.replace(" ", ""), row
+
+
+# -- 14. a grading's whole cost bounded, in CPU time (issue 33) ------------------------------------------
+
+IDLE_BURNER = """
+
+import signal as _signal
+import time as _time
+
+
+def _burn(signum, frame):
+    end = _time.process_time() + 0.04
+    while _time.process_time() < end:
+        pass
+
+
+@_attack
+def arm(_):
+    _signal.signal(_signal.SIGALRM, _burn)
+    _signal.setitimer(_signal.ITIMER_REAL, 0.05, 0.05)  # 80% of a CPU between calls, on no call's deadline
+    return "armed"
+"""
+
+
+def test_a_worker_burning_cpu_between_calls_is_stopped_at_its_budget(ref):
+    """An interval timer whose handler computes: the worker burns CPU while it waits for its next call,
+    which no call's deadline reads (the worker started ahead for the next suite burnt 95 s and held
+    600 MB until the session ended). Its CPU time from its start is the sandbox's, and its RLIMIT_CPU
+    is what is left of that budget: the kernel ends it there, and the next call says the budget is spent."""
+    limits = Limits(call_seconds=1.0, import_seconds=5.0, run_seconds=3.0)
+    with worker(ref, IDLE_BURNER, limits=limits) as (student, box), bounded(300):
+        assert student.softmax("arm:") == "armed"
+        while box.running():  # idle: only its timer runs
+            time.sleep(0.2)
+        assert box.cpu_spent() <= limits.run_seconds + 1.5
+        with pytest.raises(CallTimedOut, match="grading time limit"):
+            student.exact_kl([0.5, 0.5], [0.5, 0.5])
+
+
+def test_the_references_work_on_a_calls_behalf_is_charged_to_the_call(ref, asking):
+    """add_score asks the reference's worker for a 100,000-logit softmax again and again, computing
+    nothing itself: the reference's CPU time was on no one's budget (71 to 80 s of CPU per grading,
+    bounded only by each call's wall-clock bound). Now it is the call's, its exercise's and the
+    suite's: the call ends at its CPU time, however long its wall-clock bound."""
+    student, box = asking
+    box.limits = Limits(call_seconds=0.5, import_seconds=5.0, wall_factor=60.0)  # a wall bound of 30 s
+    g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
+    charged = box._cpu_by.get(9, 0.0)
+    with bounded(120), pytest.raises(CallTimedOut, match="CPU time"):
+        student.add_score(g, ref.TabPolicy(), 0, 0, 1, "busy:")
+    assert box._cpu_by[9] - charged >= 0.5  # the reference's CPU, charged to exercise 9
+
+
+SLOW_COSTS = """
+
+import time as _time
+
+_honest = {name: globals()[name] for name in ("call_cost", "breakeven_calls", "cheapest")}
+
+
+def _slowly(name):
+    def slow(*args, **kwargs):
+        end = _time.process_time() + 0.02  # correct, and slow: 20 ms of CPU per call
+        while _time.process_time() < end:
+            pass
+        return _honest[name](*args, **kwargs)
+
+    return slow
+
+
+call_cost, breakeven_calls, cheapest = (_slowly(name) for name in _honest)
+"""
+
+
+def test_a_slow_exercise_keeps_its_points_where_each_suite_is_within_its_budget(
+    tmp_path, sandboxes, monkeypatch
+):
+    """Exercise 20 correct but slow: 88 visible calls (1.8 s of CPU) and 274 hidden ones (5.5 s), each
+    suite within the exercise's 7 s. One worker served both suites (the `student` fixture was the
+    session's), so their calls shared one budget and the hidden checks ran out (as 15 s per suite did
+    of 20 s, for 96.75 of 100). Each suite now has its worker and its budget: the exercise keeps every
+    point, as it would alone."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    budget = Budget(cpu_seconds=40.0, exercise_cpu_seconds=7.0, wall_seconds=600.0)
+    document = grade_source(tmp_path, REFERENCE + SLOW_COSTS, exercises=[20], budget=budget)
+    assert {t["status"] for t in document["tests"]} == {"passed"}, everything_shown(document)
+    assert document["score"] == kit_manifest(KIT).by_id(20).points
+
+
+CALL_TIMES = """
+
+import os as _os
+import time as _time
+
+_softmax = softmax
+
+
+def softmax(xs):
+    print(f"CALL {_os.getpid()} {_time.monotonic()!r}", flush=True)  # which worker, when (one clock)
+    return _softmax(xs)
+"""
+
+
+def test_each_suite_has_its_worker_and_no_hidden_call_runs_beside_a_visible_one(tmp_path, hook_off):
+    """One worker served both suites (one module state, one budget): a submission could carry what the
+    visible calls saw into the hidden ones and back. Now each suite has its worker, and the suites run
+    at once only as far as no call into the submission overlaps: the hidden worker's first call comes
+    after the visible run has ended, so no hidden input is in any worker while a visible check runs
+    (what a worker can sense of another at once, its timing, carries nothing of the hidden suite)."""
+    submission = tmp_path / "optimization_toolkit.py"
+    submission.write_text(REFERENCE + CALL_TIMES)
+    graded = grade(KIT, submission, tmp_path / "results.json", exercises=[8], call_timeout=2)
+    assert graded.document["score"] == kit_manifest(KIT).by_id(8).points
+    times: dict[str, list[float]] = {}
+    for line in graded.printed.splitlines():
+        if line.startswith("CALL "):
+            _, pid, when = line.split()
+            times.setdefault(pid, []).append(float(when))
+    spans = sorted((min(ts), max(ts)) for ts in times.values())
+    assert len(spans) >= 2, spans  # a worker per suite
+    assert all(one[1] < next_[0] for one, next_ in zip(spans, spans[1:], strict=False)), spans

@@ -170,7 +170,8 @@ def test_nothing_a_worker_writes_outlives_it_at_any_depth(ref, layers_off, tmp_p
 
 
 def test_a_slow_exercise_spends_only_its_own_budget(ref, layers_off):
-    limits = Limits(call_seconds=0.5, wall_factor=2.0, exercise_seconds=1.5)
+    # sleeping costs no CPU time: the exercise's wall-clock backstop (here its CPU time, once) cuts it
+    limits = Limits(call_seconds=0.5, wall_factor=2.0, exercise_seconds=1.5, backstop_factor=1.0)
     student, _ = open_student(ref, "import time\ntime.sleep(0.9)\nreturn [1.0]", limits)
     try:
         with pytest.raises(CallTimedOut) as first:  # 0.9 s of a 1.0 s wall bound: returns
@@ -185,7 +186,7 @@ def test_a_slow_exercise_spends_only_its_own_budget(ref, layers_off):
 
 
 def test_the_run_budget_is_no_exercises_own_timeout(ref, layers_off):
-    limits = Limits(call_seconds=0.5, wall_factor=4.0, run_seconds=0.6)
+    limits = Limits(call_seconds=0.5, wall_factor=4.0, run_seconds=0.6, backstop_factor=1.0)
     student, _ = open_student(ref, "import time\ntime.sleep(1.0)\nreturn [1.0]", limits)
     try:
         with pytest.raises(CallTimedOut) as timeout:

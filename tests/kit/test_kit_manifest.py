@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.manifest import Exercise, Manifest, ManifestError, load_manifest, parse_manifest
+from grader.manifest import Budget, Exercise, Manifest, ManifestError, load_manifest, parse_manifest
 from grader.reference import parse_reference
 
 REFERENCE = parse_reference(
@@ -197,3 +197,15 @@ def test_load_manifest_reads_the_file_and_names_it(tmp_path: Path) -> None:
 def test_missing_manifest_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"^grader/exercises\.toml: no such file$"):
         load_manifest(tmp_path / "nothing.toml", REFERENCE, shown_as="grader/exercises.toml")
+
+
+def test_a_budget_table_sets_what_a_grading_may_cost_and_defaults_without_it() -> None:
+    """[budget] (issue 33): the grading's CPU and wall-clock budgets; left out, the defaults."""
+    assert parse_manifest(GOOD, REFERENCE).budget == Budget()
+    text = GOOD.replace("[[exercise]]", "[budget]\ncpu_seconds = 30\nwall_seconds = 120.5\n\n[[exercise]]", 1)
+    budget = parse_manifest(text, REFERENCE).budget
+    assert (budget.cpu_seconds, budget.exercise_cpu_seconds, budget.wall_seconds) == (30.0, 20.0, 120.5)
+    assert budget.suite_cpu_seconds(2) == 15.0
+    for bad in ("cpu_seconds = 0", "cpu_seconds = true", "minutes = 3"):
+        with pytest.raises(ManifestError, match=r"\[budget\]"):
+            parse_manifest(GOOD.replace("[[exercise]]", f"[budget]\n{bad}\n\n[[exercise]]", 1), REFERENCE)
