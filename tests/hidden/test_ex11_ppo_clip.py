@@ -158,15 +158,19 @@ def trained_case(lab, reference, seed):
 
 def with_held_tokens(lab, policy, samples, clip, short):
     """The samples with tokens the clip holds added (A > 0 above 1 + clip, A < 0 below 1 - clip, A = 0),
-    beside the trained batch's tokens that pass: a gradient whose n is not every token, or whose clip
-    is not the given one, differs. With `short`, every response is cut to its first token (shorter than
-    the policy's T, as the docstring allows: n counts the samples' tokens, not T)."""
+    and tokens that pass outside the clip range (A > 0 below 1 - clip, A < 0 above 1 + clip), beside the
+    trained batch's tokens that pass: a gradient whose n is not every token, whose clip is not the given
+    one, or that weighs a passing token by the clipped ratio, differs. With `short`, every response is
+    cut to its first token (shorter than the policy's T, as the docstring allows: n counts the samples'
+    tokens, not T)."""
     L = 1 if short else T
     out = [lab.PPOSample(sm.s, sm.seq[:L], sm.R, sm.logp_old[:L], sm.G[:L], sm.A[:L]) for sm in samples]
     specs = [
         (0, (1, 2), [0.9, -0.7], [1 + clip + 0.1, 1 - clip - 0.1]),
         (1, (2, 0), [0.0, 1.2], [1.5, 1 + clip + 0.02]),
         (1, (0, 1), [-1.1, 0.6], [1 - clip - 0.03, 1 + clip + 0.3]),
+        # Outside the clip range on the side that passes (min() keeps r A): they add A r, not A clip(r).
+        (0, (2, 1), [0.8, -0.6], [1 - clip - 0.2, 1 + clip + 0.25]),
     ]
     for s, seq, A, rs in specs:
         logp_old = [
