@@ -13,24 +13,27 @@ core result (a function without any: its `edge` and `rng` promises are), the oth
 unchanged, rng, error) each one more thing the function gets right. By default (grader.promises.
 default_weights) a function's value promises together carry 3/5 of its weight and its other promises
 2/5, each at most 3/10; a function's weights add up to its number of promises. A function *computes*
-in an entry where more than half its checks of core promises pass (`working`). Then:
+in an entry where more than half the checks of each of its core promises pass (`working`): one core
+promise broken is a wrong core result. Then:
 
 - in the hidden entry, a check of a promise that is not core earns only where its function computes:
   an answer of the right type that does no work ("every candidate survives", the input echoed) keeps
-  invariants such as "the front is never empty", and earns nothing for them;
+  invariants such as "the front is never empty", and earns nothing for them; and a function that does
+  not compute keeps at most BROKEN_MOST (2/5) of its hidden points (what its passing core checks earn,
+  capped);
 - a visible check earns only where its function computes in the hidden entry (an unmarked check: where
-  any hidden check of a core or edge or rng kind passes): the visible inputs and answers are in the
+  any hidden check of a value, edge or rng kind passes): the visible inputs and answers are in the
   handout, and a table of them, computing nothing, earned 21.96 of 100 points before;
 - in every entry, a check of an `error`, `unchanged` or `form` promise earns only where a check of a
   value, edge or rng promise of its function passes in the same entry (the rule a student's own run,
   which has no hidden checks, can apply: grader.local).
 
-So breaking a function's core result (half its core checks or more failing) keeps at most half of the
-core's 3/5 of the function's hidden points, 30% (35% with one other promise), and none of its visible
-points; one slip of form or of an edge case that leaves the core computing costs that promise's share
-alone, at most 3/10 of the function (2/5 split over its other promises: with five, 8% each). An
-exercise of several functions keeps the points of those that compute. Instructors write `weight` in a
-promise file where the defaults do not suit; docs/points.md shows every split.
+So breaking a function's core result (any of its value promises failing half its checks or more) keeps
+at most 2/5 of its hidden points and none of its visible points; one slip of form or of an edge case
+that leaves every core promise holding costs that promise's share alone, at most 3/10 of the function
+(2/5 split over its other promises: with five, 8% each). An exercise of several functions keeps the
+points of those that compute. Instructors write `weight` in a promise file where the defaults do not
+suit; docs/points.md shows every split.
 
 An entry's score is rounded to 0.01 (every check earning: its maximum exactly). A test that did not pass
 (failed, errored, skipped or missing from the run) earns nothing. An exercise with no test at all is
@@ -116,6 +119,7 @@ def score_suites(
     return out
 
 
+BROKEN_MOST = Fraction(2, 5)  # the share of its hidden points a function that does not compute keeps, at most
 HIDDEN = "hidden"  # the suite whose passing checks let the others' earn (its inputs are not handed out)
 
 
@@ -152,19 +156,18 @@ def is_core(tally: Tally, entry: Iterable[Tally]) -> bool:
 
 
 def working(entry: Iterable[Tally]) -> frozenset[str]:
-    """The functions of which more than half the checks of core promises in `entry` pass (`is_core`);
-    "" (what an unmarked check names: a suite not yet annotated) where any check of a value, edge or rng
-    kind passes, as before. One passing check was enough for every function: a table of the visible
-    answers beside a softmax that only ranked the logits (equal ones: 1/n each) passed 2 of its 4 hidden
-    value checks and 3 of its edge checks, and earned 2.46 of 3 points, the visible 1.07 included."""
+    """The functions that compute in `entry`: more than half the checks of each of their core promises
+    (`is_core`) pass; "" (what an unmarked check names: a suite not yet annotated) where any check of a
+    value, edge or rng kind passes, as before. One passing check was enough for every function: a table
+    of the visible answers beside a softmax that only ranked the logits (equal ones: 1/n each) passed 2
+    of its 4 hidden value checks and 3 of its edge checks, and earned 2.46 of 3 points, the visible 1.07
+    included. Most of all the value checks of a function was not enough either: `cheapest` minimising
+    the total without the cost of errors (its whole point) broke one value promise of five and kept 87%
+    of its exercise."""
     entry = list(entry)
-    counts: dict[str, list[int]] = {}
-    for t in entry:
-        if is_core(t, entry):
-            count = counts.setdefault(t.function, [0, 0])
-            count[0] += t.checks
-            count[1] += t.passed
-    found = {function for function, (checks, passed) in counts.items() if function and 2 * passed > checks}
+    core = [t for t in entry if t.function and is_core(t, entry)]
+    broken = {t.function for t in core if 2 * t.passed <= t.checks}
+    found = {t.function for t in core} - broken
     any_working = any(t.passed for t in entry if t.kind not in GATED)
     return frozenset(found | {""}) if any_working else frozenset(found)
 
@@ -199,7 +202,8 @@ def entry_score(
     or rng promise of the same function has a check that passed; with `proven` (the functions the
     hidden checks show working: `working`), a promise's only where its function is there; with
     `computing` (the hidden entry's own `working`), a promise that is not core (`is_core`) only where its
-    function is there. Rounded to 0.01; every check earning: `points` exactly."""
+    function is there, and a function not there at most BROKEN_MOST of its weight. Rounded to 0.01;
+    every check earning: `points` exactly."""
     entry = list(entry)
     earning = {t.function for t in entry if t.kind not in GATED and t.passed}
 
@@ -211,10 +215,17 @@ def entry_score(
         return computing is None or t.function in computing or is_core(t, entry)
 
     weight = sum(Fraction(t.weight) for t in entry)
-    credit = sum(
-        (Fraction(t.weight) * t.passed / t.checks for t in entry if earns(t)),
-        Fraction(0),
-    )
+    credits: dict[str, Fraction] = {}
+    weights: dict[str, Fraction] = {}
+    for t in entry:
+        weights[t.function] = weights.get(t.function, Fraction(0)) + Fraction(t.weight)
+        if earns(t):
+            credits[t.function] = (
+                credits.get(t.function, Fraction(0)) + Fraction(t.weight) * t.passed / t.checks
+            )
+    if computing is not None:  # a function that does not compute keeps at most BROKEN_MOST of its weight
+        credits = {f: c if f in computing else min(c, BROKEN_MOST * weights[f]) for f, c in credits.items()}
+    credit = sum(credits.values(), Fraction(0))
     if not weight or credit == weight:
         return cents(points) if weight else 0.0
     # In this order a suite of unmarked checks (each weight 1) scores as points * passed / checks did.

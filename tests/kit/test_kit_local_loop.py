@@ -142,7 +142,9 @@ def test_the_reference_passes_every_visible_check_and_earns_every_visible_point(
 
 
 def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
-    """The rows of a partial submission: as the visible entries of grader grade's results.json."""
+    """The rows of a partial submission: as the visible entries of grader grade's results.json, except
+    where grading withholds the visible points of a function its hidden checks show not computing
+    (issue 30: ben's group_advantages), which a local run cannot know: there it shows them as earned."""
     exercises = [5, 6, 8, 12]
     graded = grade(KIT, BEN, tmp_path / "results.json", exercises=exercises)
     entries = {
@@ -150,6 +152,7 @@ def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
         for t in graded.document["tests"]
         if t["extra_data"]["suite"] == "visible"
     }
+    withheld = {s.exercise.id: s.withheld for s in graded.scores if s.suite == "visible"}
     paths = sorted(
         str(p.relative_to(folder)) for e in exercises for p in folder.glob(f"tests/visible/test_ex{e:02d}_*")
     )
@@ -162,7 +165,10 @@ def test_the_verdict_agrees_with_grader_grade(folder, tmp_path):
         data = entry["extra_data"]
         assert checks == f"{data['passed']}/{data['total']}", exercise
         earned, possible = (float(x) for x in points.split("/"))
-        assert (earned, possible) == (round(entry["score"], 2), round(entry["max_score"], 2)), exercise
+        if withheld[exercise]:  # the hidden checks show a function not computing: a local run cannot know
+            assert (earned >= entry["score"], possible) == (True, round(entry["max_score"], 2)), exercise
+        else:
+            assert (earned, possible) == (round(entry["score"], 2), round(entry["max_score"], 2)), exercise
         hidden_entry = next(
             t for t in graded.document["tests"]
             if t["extra_data"]["exercise"] == exercise and t["extra_data"]["suite"] == "hidden"
