@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from grader.expect import call, expect_close, expect_true
 
-from .gradients import copy3, policy_text, softmax
+from .gradients import copy3, softmax
 
 pytestmark = pytest.mark.exercise(10)
 
@@ -73,27 +73,18 @@ _WORKS: weakref.WeakSet = weakref.WeakSet()  # the students whose reinforce_grad
 
 
 def _works(student, reference):
-    """A guard of the properties below, which a zero table or a constant also satisfies: one sample,
-    no baseline, reward +1 must push the chosen token's logit up and the others down, and reward -1 the
-    chosen one down (every answer the docstring allows does; a mistaken baseline, weighting or scale
-    keeps the signs). It pins no exact value, so a mistake costs the checks of the promise it breaks."""
+    """A guard of the properties below, which a zero table or a constant also satisfies: one sample
+    without a baseline, and two samples with the default mean baseline, must give the formula's
+    gradient (a core result: an answer that knows the types but not the policy, such as the uniform
+    distribution, fails it; an edge slip, such as weights normalised or "None" read as "mean", does
+    not)."""
     if student in _WORKS:
         return
-    policy = reference.TabPolicy(1, 1, 3, [[[0.4, -0.3, 0.0]]])
-    for r in (1.0, -1.0):
-        got = student.reinforce_grad(policy, [(0, (2,), r)], "none")
-        what = call("reinforce_grad", policy_text(policy), [(0, (2,), r)], "none")
-        row = got[0][0] if isinstance(got, list | tuple) and got and got[0] else None
-        expect_true(
-            isinstance(row, list | tuple)
-            and len(row) == 3
-            and all(isinstance(x, float) for x in row)
-            and r * row[2] > 0
-            and (r < 0 or (row[0] < 0 and row[1] < 0)),
-            what,
-            f"got {got!r}: a reward of {r} must push token 2's logit {'up' if r > 0 else 'down'}"
-            + (" and the others down" if r > 0 else ""),
-        )
+    theta = [[[0.4, -0.3, 0.0]], [[1.0, 0.0, -0.5]]]
+    for batch, args in (([(0, (2,), 1.0)], ("none",)), ([(0, (2,), 1.0), (1, (0,), -0.5)], ())):
+        got = student.reinforce_grad(reference.TabPolicy(2, 1, 3, copy3(theta)), batch, *args)
+        what = call("reinforce_grad", f"TabPolicy(2, 1, 3, theta={theta})", batch, *args)
+        expect_close(got, formula(2, 1, 3, theta, batch, *(args or ("mean",))), what, rel=1e-9, abs=1e-12)
     _WORKS.add(student)
 
 
@@ -212,15 +203,14 @@ def test_equal_rewards_with_mean_baseline_give_zero(lab, student, reference, cas
 
 @pytest.mark.promise("reinforce_grad.formula")
 @given(batches(), st.lists(reward, min_size=5, max_size=5), reward, st.sampled_from(["mean", "none"]))
-def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
-    """The gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2)."""
-    _works(student, reference)
+def test_linear_in_rewards(lab, student, case, other, c, baseline):
+    """The gradient is linear in the rewards: rewards R1 + c R2 give g(R1) + c g(R2), each the formula's."""
     S, T, V, theta, batch = case
     b1 = batch
     b2 = [(s, seq, other[i]) for i, (s, seq, _) in enumerate(batch)]
     mix = [(s, seq, R + c * other[i]) for i, (s, seq, R) in enumerate(batch)]
-    g1, _ = grad(lab, student, S, T, V, theta, b1, baseline)
-    g2, _ = grad(lab, student, S, T, V, theta, b2, baseline)
+    g1 = formula(S, T, V, theta, b1, baseline)
+    g2 = formula(S, T, V, theta, b2, baseline)
     got, what = grad(lab, student, S, T, V, theta, mix, baseline)
     want = [
         [[x + c * y for x, y in zip(r1, r2, strict=False)] for r1, r2 in zip(s1, s2, strict=False)]
@@ -231,14 +221,41 @@ def test_linear_in_rewards(lab, student, reference, case, other, c, baseline):
     )
 
 
+@pytest.mark.promise("reinforce_grad.mean_baseline")
+@example(
+    case=(
+        2,
+        1,
+        3,
+        [[[0.4, -0.3, 0.0]], [[1.0, 0.0, -0.5]]],
+        [(0, (2,), 1.0), (1, (0,), -0.5), (0, (1,), 0.0)],
+    ),
+    weights=None,
+)
+@example(
+    case=(1, 2, 2, [[[0.2, 0.0], [0.0, -0.4]]], [(0, (1, 0), 1.0), (0, (0, 0), 2.0)]), weights=[0.25, 0.75]
+)
+@given(batches(min_size=2), st.none() | st.lists(st.floats(0.01, 1.0), min_size=5, max_size=5))
+def test_mean_baseline_is_the_weighted_mean_reward(lab, student, case, weights):
+    """The mean baseline is b = sum_i w_i R_i (each sample's own reward included), default weights 1/n."""
+    S, T, V, theta, batch = case
+    if weights is not None:  # weights that sum to 1: a baseline normalising them agrees
+        weights = [x / math.fsum(weights[: len(batch)]) for x in weights[: len(batch)]]
+    args = ("mean", weights) if weights is not None else ()
+    got, what = grad(lab, student, S, T, V, theta, batch, *args)
+    expect_close(got, formula(S, T, V, theta, batch, *(args or ("mean",))), what, rel=1e-9, abs=1e-12)
+
+
 @pytest.mark.promise("reinforce_grad.default_weights")
+@example(
+    case=(1, 1, 3, [[[0.4, -0.3, 0.0]]], [(0, (2,), 1.0), (0, (0,), 0.0), (0, (2,), -1.0)]), baseline="none"
+)
 @given(batches(), st.sampled_from(["mean", "none"]))
-def test_default_weights_are_one_over_n(lab, student, reference, case, baseline):
+def test_default_weights_are_one_over_n(lab, student, case, baseline):
     """Leaving out the weights is the same as weights 1/len(batch)."""
-    _works(student, reference)
     S, T, V, theta, batch = case
     got, what = grad(lab, student, S, T, V, theta, batch, baseline)
-    want, _ = grad(lab, student, S, T, V, theta, batch, baseline, [1.0 / len(batch)] * len(batch))
+    want = formula(S, T, V, theta, batch, baseline, [1.0 / len(batch)] * len(batch))
     expect_close(got, want, what + " vs weights 1/len(batch)", rel=1e-9, abs=1e-12)
 
 

@@ -156,12 +156,38 @@ def trained_case(lab, reference, seed):
     return policy, samples
 
 
+def with_held_tokens(lab, policy, samples, clip, short):
+    """The samples with tokens the clip holds added (A > 0 above 1 + clip, A < 0 below 1 - clip, A = 0),
+    and tokens that pass outside the clip range (A > 0 below 1 - clip, A < 0 above 1 + clip), beside the
+    trained batch's tokens that pass: a gradient whose n is not every token, whose clip is not the given
+    one, or that weighs a passing token by the clipped ratio, differs. With `short`, every response is
+    cut to its first token (shorter than the policy's T, as the docstring allows: n counts the samples'
+    tokens, not T)."""
+    L = 1 if short else T
+    out = [lab.PPOSample(sm.s, sm.seq[:L], sm.R, sm.logp_old[:L], sm.G[:L], sm.A[:L]) for sm in samples]
+    specs = [
+        (0, (1, 2), [0.9, -0.7], [1 + clip + 0.1, 1 - clip - 0.1]),
+        (1, (2, 0), [0.0, 1.2], [1.5, 1 + clip + 0.02]),
+        (1, (0, 1), [-1.1, 0.6], [1 - clip - 0.03, 1 + clip + 0.3]),
+        # Outside the clip range on the side that passes (min() keeps r A): they add A r, not A clip(r).
+        (0, (2, 1), [0.8, -0.6], [1 - clip - 0.2, 1 + clip + 0.25]),
+    ]
+    for s, seq, A, rs in specs:
+        logp_old = [
+            policy.logp_tok(s, t, v) - math.log(r) for (t, v), r in zip(enumerate(seq), rs, strict=True)
+        ]
+        out.append(lab.PPOSample(s, seq[:L], 0.0, logp_old[:L], [0.0] * L, A[:L]))
+    return out
+
+
 @pytest.mark.promise("ppo_grad.formula")
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6], ids=opaque(6, "batch"))
 @pytest.mark.parametrize("clip", [0.2, 0.05], ids=opaque(2, "clip"))
 def test_ppo_grad_matches_reference_on_collected_batches(student, lab, reference, seed, clip):
-    """ppo_grad matches the reference on batches collected from a trained policy."""
+    """ppo_grad matches the reference on batches collected from a trained policy, tokens that the clip
+    holds among them (responses shorter than the policy's T in some)."""
     policy, samples = trained_case(lab, reference, seed)
+    samples = with_held_tokens(lab, policy, samples, clip, short=seed % 2 == 0)
     assert margin(policy, samples, clip) > 1e-6, "test input too close to a clip boundary"
     want = reference.ppo_grad(policy, samples, clip)
     got = student.ppo_grad(policy, samples, clip)
@@ -218,26 +244,26 @@ def base_batch(lab, policy, env_seed, seed):
 @pytest.mark.promise("ppo_grad.clipped_tokens_add_nothing")
 @given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
 @example(case=NEAR_BOUND, env_seed=0, seed=0)
-def test_ppo_grad_ignores_clipped_tokens(student, lab, case, env_seed, seed):
+def test_ppo_grad_ignores_clipped_tokens(student, lab, reference, case, env_seed, seed):
     """Tokens the clip holds at the given clip add nothing: a batch of them alone gives zero (and a batch
-    whose tokens pass does not)."""
+    whose tokens pass gives the reference's gradient)."""
     policy, clip, held = blocked_samples(lab, case)
     expect_close(student.ppo_grad(policy, held, clip), zeros(), grad_call(policy, held, clip), abs=1e-12)
     base = base_batch(lab, policy, env_seed, seed)
     g_base = student.ppo_grad(policy, base, clip)
-    expect_true(nonzero(g_base), grad_call(policy, base, clip), f"got {g_base}: tokens that pass add to it")
+    want = reference.ppo_grad(policy, base, clip)
+    expect_close(g_base, want, grad_call(policy, base, clip), rel=1e-9, abs=1e-12)
 
 
 @settings(max_examples=3)  # several calls per example, each answer checked against the others
 @pytest.mark.promise("ppo_grad.token_count")
 @given(case=blocked_case(), env_seed=st.integers(0, 50), seed=st.integers(0, 10**6))
 @example(case=NEAR_BOUND, env_seed=0, seed=0)
-def test_ppo_grad_held_tokens_still_count(student, lab, case, env_seed, seed):
+def test_ppo_grad_held_tokens_still_count(student, lab, reference, case, env_seed, seed):
     """Appending held tokens only changes the normalisation: n counts every token, held or not."""
     policy, clip, held = blocked_samples(lab, case)
     base = base_batch(lab, policy, env_seed, seed)
-    g_base = student.ppo_grad(policy, base, clip)
-    expect_true(nonzero(g_base), grad_call(policy, base, clip), f"got {g_base}: tokens that pass add to it")
+    g_base = reference.ppo_grad(policy, base, clip)
     g_all = student.ppo_grad(policy, base + held, clip)
     k = len(base) / (len(base) + len(held))
     want = [[[k * x for x in row] for row in block] for block in g_base]

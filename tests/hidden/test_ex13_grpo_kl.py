@@ -197,6 +197,41 @@ def test_grpo_grad_kl_term_is_the_gradient_of_the_kl_penalty(
     expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
 
 
+@st.composite
+def free_groups(draw, lab, policy):
+    """1-2 groups of 1-3 responses of T tokens, each with a nonzero advantage and every ratio within 0.05
+    of 1 (inside any clip in play): every token's surrogate passes, so the whole formula is in play."""
+    groups = []
+    for _ in range(draw(st.integers(1, 2))):
+        s = draw(st.integers(0, policy.S - 1))
+        rs = [draw(free_response(policy, policy.T)) for _ in range(draw(st.integers(1, 3)))]
+        seqs, adv = [q for q, _, _ in rs], [a for _, a, _ in rs]
+        lpos = [logp_old(policy, s, q, d) for q, _, d in rs]
+        groups.append(lab.Group(s, seqs, [0.0] * len(rs), adv, lpos))
+    return groups
+
+
+@pytest.mark.promise("grpo_grad.formula")
+@given(
+    data=st.data(),
+    theta=thetas(-2.0, 2.0),
+    ref_theta=thetas(-2.0, 2.0),
+    beta=st.sampled_from([0.04, 0.3, 1.0]),
+    length_norm=st.booleans(),
+)
+def test_grpo_grad_is_the_gradient_of_the_whole_objective(
+    student, lab, reference, data, theta, ref_theta, beta, length_norm
+):
+    """With beta > 0 and nonzero advantages, grpo_grad equals the central-difference gradient of
+    grpo_objective: the surrogate and the KL penalty together."""
+    policy, ref = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, ref_theta)
+    groups = data.draw(free_groups(lab, policy))
+    cfg = lab.GRPOConfig(beta=beta, length_norm=length_norm)
+    want = central_difference(lambda: reference.grpo_objective(policy, ref, groups, cfg), policy)
+    got = student.grpo_grad(policy, ref, groups, cfg)
+    expect_close(got, want, grad_call(policy, ref, groups, cfg), rel=1e-5, abs=1e-6)
+
+
 def with_adv(lab, groups, adv_of):
     """The groups with advantages adv_of(group) (everything else shared, not copied)."""
     return [lab.Group(gr.s, gr.seqs, gr.rewards, adv_of(gr), gr.logp_old) for gr in groups]
@@ -304,7 +339,7 @@ def test_grpo_grad_weights_each_response_by_its_length(student, lab, data, theta
     length_norm=st.booleans(),
 )
 def test_grpo_grad_is_a_mean_over_responses_then_groups(
-    student, lab, data, theta, ref_theta, sizes, length_norm
+    student, lab, reference, data, theta, ref_theta, sizes, length_norm
 ):
     """Each token's term is divided by its group's size times the number of groups (surrogate only): a
     response with advantage 0 joining a group of k scales it by k / (k + 1), and a second group, of
@@ -327,7 +362,7 @@ def test_grpo_grad_is_a_mean_over_responses_then_groups(
     cfg = lab.GRPOConfig(beta=0.0, length_norm=length_norm)
     first = group(s, responses[:k], False)
     g = student.grpo_grad(policy, ref, [first], cfg)
-    expect_true(nonzero(g), grad_call(policy, ref, [first], cfg), f"got {g}: expected signal")
+    expect_close(g, reference.grpo_grad(policy, ref, [first], cfg), grad_call(policy, ref, [first], cfg))
     silent = group(s, responses[k : k + 1], True)
     joined = lab.Group(
         s, first.seqs + silent.seqs, [0.0] * (k + 1), first.adv + [0.0], first.logp_old + silent.logp_old
@@ -355,7 +390,9 @@ def test_grpo_grad_is_a_mean_over_responses_then_groups(
     rewards=st.sampled_from(["equal", "random"]),
     std_norm=st.booleans(),
 )
-def test_grpo_grad_uses_the_advantages_as_given(student, lab, data, theta, ref_theta, rewards, std_norm):
+def test_grpo_grad_uses_the_advantages_as_given(
+    student, lab, reference, data, theta, ref_theta, rewards, std_norm
+):
     """The advantages are gr.adv as given: other rewards and the other std_norm change nothing, and twice
     the advantages give twice the (surrogate) gradient."""
     policy, ref = lab.TabPolicy(S, T, V, theta), lab.TabPolicy(S, T, V, ref_theta)
@@ -372,7 +409,7 @@ def test_grpo_grad_uses_the_advantages_as_given(student, lab, data, theta, ref_t
     other = lab.GRPOConfig(beta=0.0, std_norm=not std_norm)
     groups = [lab.Group(s, seqs, mine, adv, lpos)]
     g = student.grpo_grad(policy, ref, groups, cfg)
-    expect_true(nonzero(g), grad_call(policy, ref, groups, cfg), f"got {g}: its advantages are not 0")
+    expect_close(g, reference.grpo_grad(policy, ref, groups, cfg), grad_call(policy, ref, groups, cfg))
     moved = [lab.Group(s, seqs, theirs, adv, lpos)]
     what = grad_call(policy, ref, moved, other) + "\n  vs the same with other rewards and std_norm"
     expect_close(student.grpo_grad(policy, ref, moved, other), g, what, rel=1e-9, abs=1e-12)
@@ -398,11 +435,12 @@ def trained_case(lab, reference, seed, cfg):
 
 
 SURROGATE, KL_TERM = pytest.mark.promise("grpo_grad.surrogate"), pytest.mark.promise("grpo_grad.kl_term")
+WHOLE = pytest.mark.promise("grpo_grad.formula")
 COLLECTED = [
-    pytest.param(dict(beta=0.0), False, marks=SURROGATE),
     pytest.param(dict(beta=0.0, clip=0.05, std_norm=False), False, marks=SURROGATE),
-    pytest.param(dict(beta=0.0, length_norm=False), False, marks=SURROGATE),
-    pytest.param(dict(), True, marks=KL_TERM),
+    pytest.param(dict(), False, marks=WHOLE),  # the default config: beta 0.04 beside the advantages
+    pytest.param(dict(beta=0.5, length_norm=False), False, marks=WHOLE),
+    pytest.param(dict(beta=0.2, std_norm=False), False, marks=WHOLE),
     pytest.param(dict(beta=0.5, length_norm=False), True, marks=KL_TERM),
 ]
 
@@ -410,8 +448,8 @@ COLLECTED = [
 @pytest.mark.parametrize("seed", [1, 4, 7], ids=opaque(3, "run"))
 @pytest.mark.parametrize("kw, kl_only", COLLECTED, ids=opaque(len(COLLECTED), "config"))
 def test_grpo_grad_matches_reference_on_collected_groups(student, lab, reference, seed, kw, kl_only):
-    """grpo_grad matches the reference on groups collected from a trained policy: its surrogate with
-    beta = 0, its KL term with every advantage 0."""
+    """grpo_grad matches the reference on groups collected from a trained policy: the whole gradient
+    (beta > 0 beside the advantages), its surrogate with beta = 0, its KL term with every advantage 0."""
     cfg = lab.GRPOConfig(group=4, prompts=3, **kw)
     policy, ref, groups = trained_case(lab, reference, seed, cfg)
     if kl_only:

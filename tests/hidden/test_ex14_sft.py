@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_close, expect_equal, expect_true
+from grader.expect import call, expect_close, expect_equal, expect_form, expect_true
 
 from .gradients import S, T, V, central_difference, copy3, opaque, policy_text, thetas, zeros
 
@@ -16,7 +16,13 @@ pytestmark = pytest.mark.exercise(14)
 
 
 PAIR = st.tuples(st.integers(0, S - 1), st.tuples(*[st.integers(0, V - 1)] * T))
-DATA = st.lists(PAIR, min_size=1, max_size=6)
+# Data drawn freely, or from a few pairs so that a pair is listed twice (it counts twice: data is a list).
+DATA = st.one_of(
+    st.lists(PAIR, min_size=1, max_size=6),
+    st.lists(PAIR, min_size=1, max_size=3).flatmap(
+        lambda pool: st.lists(st.sampled_from(pool), min_size=2, max_size=6)
+    ),
+)
 LONG = (2, 3, 3)  # policies with T = 3: responses of 1, 2 and 3 tokens
 MIXED_PAIR = st.tuples(
     st.integers(0, LONG[0] - 1), st.lists(st.integers(0, LONG[2] - 1), min_size=1, max_size=3).map(tuple)
@@ -51,6 +57,7 @@ def combined(g1, g2, k1, k2):
 @pytest.mark.promise("sft_grad.formula")
 @given(theta=thetas(-3.0, 3.0), data=DATA)
 @example(theta=[[[0.0] * V] * T] * S, data=[(0, (1, 2)), (0, (1, 0))])
+@example(theta=[[[0.5, 0.0, -0.5]] * T] * S, data=[(0, (1, 2)), (1, (0, 0)), (0, (1, 2))])  # a pair twice
 def test_sft_grad_is_the_gradient_of_the_mean_token_log_likelihood(student, lab, theta, data):
     """sft_grad equals the central-difference gradient of the mean token log-likelihood of the data."""
     policy = lab.TabPolicy(S, T, V, copy3(theta))
@@ -173,10 +180,25 @@ def test_sft_grad_changes_no_argument(student, lab, theta, data):
 
 # ---- filter_rollouts ----------------------------------------------------------------------------------
 
-THRESHOLDS = [0.0, 0.25, 0.5, 1.0, 1.5, 3.0]
-ROLLOUT = st.tuples(
-    st.integers(0, 5), st.tuples(*[st.integers(0, 3)] * 2), st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0])
-)
+THRESHOLDS = [-1.0, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 3.0]
+REWARDS = [-2.0, -1.0, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0]
+ROLLOUT = st.tuples(st.integers(0, 5), st.tuples(*[st.integers(0, 3)] * 2), st.sampled_from(REWARDS))
+
+
+@st.composite
+def repeated_rollouts(draw, min_size=1):
+    """Rollouts over a few (state, response) pairs, so that a pair comes back (with its reward or
+    another): the repeats the docstring keeps."""
+    pool = draw(
+        st.lists(st.tuples(st.integers(0, 5), st.tuples(*[st.integers(0, 3)] * 2)), min_size=1, max_size=3)
+    )
+    picks = draw(
+        st.lists(st.tuples(st.sampled_from(pool), st.sampled_from(REWARDS)), min_size=min_size, max_size=10)
+    )
+    return [(s, seq, R) for (s, seq), R in picks]
+
+
+ROLLOUTS = st.one_of(st.lists(ROLLOUT, min_size=1, max_size=12), repeated_rollouts())
 
 
 def pairs(got):
@@ -202,9 +224,10 @@ def expect_kept(got, want, what):
 
 
 @pytest.mark.promise("filter_rollouts.threshold")
-@given(rollouts=st.lists(ROLLOUT, min_size=1, max_size=12), min_reward=st.sampled_from(THRESHOLDS))
+@given(rollouts=ROLLOUTS, min_reward=st.sampled_from(THRESHOLDS))
 @example(rollouts=[(0, (1, 2), 0.5), (1, (0, 0), 0.25), (2, (3, 3), 0.5)], min_reward=0.5)  # R == min_reward
 @example(rollouts=[(0, (1, 2), 0.0), (1, (0, 0), 0.25)], min_reward=0.0)  # a reward of 0 passes 0
+@example(rollouts=[(0, (1, 2), -1.0), (1, (0, 0), -2.0), (2, (1, 1), 0.0)], min_reward=-1.0)  # negatives
 def test_filter_rollouts_keeps_the_passing_pairs(student, rollouts, min_reward):
     """Kept are the (state, response) pairs of the rollouts with R >= min_reward (equal passes), and no
     other pair."""
@@ -261,12 +284,23 @@ def test_filter_rollouts_keeps_order_and_repeats(student, picks):
     expect_equal(pairs(student.filter_rollouts(rollouts, 1.0)), want, call("filter_rollouts", rollouts, 1.0))
 
 
+@pytest.mark.promise("filter_rollouts.order_and_repeats")
+@given(rollouts=repeated_rollouts(min_size=2), min_reward=st.sampled_from(THRESHOLDS))
+@example(rollouts=[(1, (0, 0), 1.0), (0, (1, 2), 1.0), (1, (0, 0), 1.5), (0, (1, 2), 0.0)], min_reward=1.0)
+def test_filter_rollouts_keeps_order_and_repeats_at_any_threshold(student, reference, rollouts, min_reward):
+    """Rollouts that come back (the same pair again, with its reward or another), at any threshold: the
+    kept pairs are the reference's, in the rollouts' order, each repeat that passes kept."""
+    want = reference.filter_rollouts(rollouts, min_reward)
+    what = call("filter_rollouts", rollouts, min_reward)
+    expect_equal(pairs(student.filter_rollouts(rollouts, min_reward)), pairs(want), what)
+
+
 @pytest.mark.promise("filter_rollouts.empty")
 @given(rollouts=st.lists(ROLLOUT, max_size=8), min_reward=st.sampled_from(THRESHOLDS))
 def test_filter_rollouts_can_keep_nothing(student, rollouts, min_reward):
     """No rollouts, or none whose reward reaches min_reward, give an empty list; one that passes is kept."""
     expect_equal(pairs(student.filter_rollouts([], min_reward)), [], call("filter_rollouts", [], min_reward))
-    failing = [(s, seq, -1.0) for s, seq, _ in rollouts]
+    failing = [(s, seq, min_reward - 1.0) for s, seq, _ in rollouts]
     expect_equal(
         pairs(student.filter_rollouts(failing, min_reward)), [], call("filter_rollouts", failing, min_reward)
     )
@@ -278,8 +312,20 @@ def test_filter_rollouts_can_keep_nothing(student, rollouts, min_reward):
     )
 
 
+@pytest.mark.promise("filter_rollouts.new_list")
+@given(rollouts=ROLLOUTS, min_reward=st.sampled_from(THRESHOLDS))
+@example(rollouts=[(0, (1, 2), 2.0), (1, (0, 0), 2.0)], min_reward=1.0)
+def test_filter_rollouts_returns_a_list_of_pairs(student, reference, rollouts, min_reward):
+    """filter_rollouts returns a list (not a tuple or a set) of (state, response) tuples."""
+    rollouts = [*rollouts, (5, (3, 3), min_reward + 1.0)]  # one that passes: the pairs' form is seen
+    want = reference.filter_rollouts(rollouts, min_reward)
+    got = student.filter_rollouts(rollouts, min_reward)
+    expect_kept(got, want, call("filter_rollouts", rollouts, min_reward))  # a working answer: its form counts
+    expect_form(got, want, call("filter_rollouts", rollouts, min_reward))
+
+
 @pytest.mark.promise("filter_rollouts.unchanged")
-@given(rollouts=st.lists(ROLLOUT, min_size=1, max_size=12), min_reward=st.sampled_from(THRESHOLDS))
+@given(rollouts=ROLLOUTS, min_reward=st.sampled_from(THRESHOLDS))
 @example(rollouts=[(0, (1, 2), 0.0), (1, (0, 0), 2.0), (0, (1, 2), 0.0)], min_reward=1.0)
 def test_filter_rollouts_changes_no_rollout(student, rollouts, min_reward):
     """filter_rollouts returns a new list and leaves its rollouts as they were (and keeps a rollout whose
