@@ -1,8 +1,10 @@
 """The grader's verdict on a local run: what a student sees at the end of `python -m pytest`.
 
 At the end of every run of the suites, a table with one row per exercise that ran: its visible checks
-passed of total, the visible points they earn (scored by grader.scoring's rule, exactly as `grader
-grade` scores the visible entry: its points split over the promises its checks name), how many hidden
+passed of total, the visible points they earn (scored by grader.scoring's rule, as `grader grade`
+scores the visible entry: its points split over the promises its checks name, an error, unchanged or
+form check earning beside a passing value, edge or rng check of its function; grading gives them only
+where the hidden checks show the function computing, which a local run cannot know), how many hidden
 checks it has (they run only when graded) and a state: not started, failing, passing or timed out. A
 test that fails only because its function still raises the stub's NotImplementedError is reported as
 "not started", without a traceback.

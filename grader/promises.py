@@ -13,11 +13,13 @@ the line and the problem.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +30,18 @@ if TYPE_CHECKING:
     from grader.manifest import Manifest
 
 KINDS = ("value", "edge", "form", "unchanged", "rng", "error")
-ERROR = "error"
+VALUE, ERROR = "value", "error"
 # The kinds that code doing no work satisfies too (raising on every input; returning without touching its
-# arguments): their checks earn only beside a passing check of a working kind of the same function, in
-# the same entry (grader.scoring).
-GATED = frozenset({ERROR, "unchanged"})
+# arguments; an answer of the right type): their checks earn only beside a passing check of a working
+# kind (value, edge, rng) of the same function, in the same entry (grader.scoring).
+GATED = frozenset({ERROR, "unchanged", "form"})
+# A function's core: its value promises; where it has none, its edge and rng promises (grader.scoring)
+FALLBACK_CORE = frozenset({"edge", "rng"})
+# Default weights (issue 30): a function's value promises together carry CORE_SHARE of its weight (more
+# where it has one other promise: each other promise carries at most OTHER_MOST). With the hidden gate
+# (grader.scoring: the other promises earn only where most value checks pass) a broken core keeps at
+# most CORE_SHARE / 2 of its function, and one slip of form or edge costs at most OTHER_MOST.
+CORE_SHARE, OTHER_MOST = Fraction(3, 5), Fraction(3, 10)
 _REQUIRED_KEYS = ("id", "function", "kind", "says")
 _OPTIONAL_KEYS = ("weight",)
 _FILE_NAME = re.compile(r"ex(\d\d)\.toml")
@@ -121,6 +130,29 @@ def parse_promises(text: str, manifest: Manifest, shown_as: str) -> list[Promise
         if any(p.id == promise.id for p in out):
             raise where.error(where.key_line(index, "id"), f"id {promise.id!r} is listed twice")
         out.append(promise)
+    defaults = default_weights(out)
+    written = {p.id for p, table in zip(out, tables, strict=True) if "weight" in table}
+    return [p if p.id in written else dataclasses.replace(p, weight=defaults[p.id]) for p in out]
+
+
+def default_weights(promises: Iterable[Promise]) -> dict[str, float]:
+    """Each promise's weight by its role, by id: per function with v value promises and n others (N in
+    all), each value promise CORE_SHARE * N / v (with one other promise: (1 - OTHER_MOST) * N), each
+    other (1 - CORE_SHARE) * N / n (one: OTHER_MOST * N); a function with no value promise or no other
+    promise, 1 each. A function's defaults add up to N."""
+    by_function: dict[str, list[Promise]] = {}
+    for promise in promises:
+        by_function.setdefault(promise.function, []).append(promise)
+    out: dict[str, float] = {}
+    for mine in by_function.values():
+        core = [p for p in mine if p.kind == VALUE]
+        others = [p for p in mine if p.kind != VALUE]
+        if not core or not others:
+            out.update((p.id, 1.0) for p in mine)
+            continue
+        rest = min(1 - CORE_SHARE, OTHER_MOST * len(others))
+        out.update((p.id, float((1 - rest) * len(mine) / len(core))) for p in core)
+        out.update((p.id, float(rest * len(mine) / len(others))) for p in others)
     return out
 
 
@@ -149,7 +181,7 @@ def _promise(
     prefix, dot, name = promise_id.partition(".")
     if prefix != function or not dot or not _SHORT_NAME.fullmatch(name):
         raise fail("id", f"id {promise_id!r} must be {function}.<short_snake_name>")
-    weight = values.get("weight", 1)
+    weight = values.get("weight", 1)  # where none is written, parse_promises puts its role's default
     number = isinstance(weight, int | float) and not isinstance(weight, bool)
     if not number or not math.isfinite(weight) or weight <= 0:
         raise fail("weight", f"weight must be a positive number, not {weight!r}")

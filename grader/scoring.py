@@ -5,23 +5,44 @@ An exercise's points are split between its visible and hidden entries: as the ma
 `visible_points` says, else by number of checks (points * visible checks / all its checks, rounded to
 0.01), the remainder on the hidden entry, so the entries add up to the exercise's points exactly.
 Within an entry, its points split over the promises its checks name (grader.promises), by their
-weights, and a promise's share splits equally over its checks in that entry. A check of an `error` or
-`unchanged` promise earns only when a check of a value, edge or rng promise of the same function, in the
-same entry, passes: code that raises on every input, or returns without touching its arguments, earns
-nothing. Where an exercise's hidden checks ran too, a visible check earns only where more than half
-the hidden checks of value promises of the same function pass (a function with none: of its edge and
-rng promises; an unmarked check: where any hidden check of a working kind passes): the visible inputs
-and answers are in the handout, so code that only recalls them (a table of the visible tests' answers:
-21.96 of 100 points before, with every hidden check failed), and beside it answers only the cheap
-cases (a single element, equal inputs), earns nothing. A check that names no promise (a suite not yet
-annotated) is a promise of its own, of weight 1. An entry's score is rounded to 0.01 (every check earning: its
-maximum exactly). A test that did not pass (failed, errored, skipped or missing from the run) earns
-nothing. An exercise with no test at all is reported, never scored as a silent zero. Every output prints
-points one way: `points_text`.
+weights, and a promise's share splits equally over its checks in that entry. A check that names no
+promise (a suite not yet annotated) is a promise of its own, of weight 1, of the value kind.
+
+Points follow what breaks (issue 30). A promise's kind is its role: `value` promises are its function's
+core result (a function without any: its `edge` and `rng` promises are), the others (edge, form,
+unchanged, rng, error) each one more thing the function gets right. By default (grader.promises.
+default_weights) a function's value promises together carry 3/5 of its weight and its other promises
+2/5, each at most 3/10; a function's weights add up to its number of promises. A function *computes*
+in an entry where more than half the checks of each of its core promises pass (`working`): one core
+promise broken is a wrong core result. Then:
+
+- in the hidden entry, a check of a promise that is not core earns only where its function computes:
+  an answer of the right type that does no work ("every candidate survives", the input echoed) keeps
+  invariants such as "the front is never empty", and earns nothing for them; and a function that does
+  not compute keeps at most BROKEN_MOST (2/5) of its hidden points (what its passing core checks earn,
+  capped);
+- a visible check earns only where its function computes in the hidden entry (an unmarked check: where
+  any hidden check of a value, edge or rng kind passes): the visible inputs and answers are in the
+  handout, and a table of them, computing nothing, earned 21.96 of 100 points before;
+- in every entry, a check of an `error`, `unchanged` or `form` promise earns only where a check of a
+  value, edge or rng promise of its function passes in the same entry (the rule a student's own run,
+  which has no hidden checks, can apply: grader.local).
+
+So breaking a function's core result (any of its value promises failing half its checks or more) keeps
+at most 2/5 of its hidden points and none of its visible points; one slip of form or of an edge case
+that leaves every core promise holding costs that promise's share alone, at most 3/10 of the function
+(2/5 split over its other promises: with five, 8% each). An exercise of several functions keeps the
+points of those that compute. Instructors write `weight` in a promise file where the defaults do not
+suit; docs/points.md shows every split.
+
+An entry's score is rounded to 0.01 (every check earning: its maximum exactly). A test that did not pass
+(failed, errored, skipped or missing from the run) earns nothing. An exercise with no test at all is
+reported, never scored as a silent zero. Every output prints points one way: `points_text`.
 
 The rule itself (`entry_score`) works on tallies per promise, so that the student's local verdict
-(grader.local, shipped in the handout without the manifest or the hidden checks) scores exactly as
-grading does; `score_suites` scores records, from a test run or rebuilt from a kept results.json.
+(grader.local, shipped in the handout without the manifest or the hidden checks) scores its visible
+entry exactly as grading does where the hidden entry shows every function computing; `score_suites`
+scores records, from a test run or rebuilt from a kept results.json.
 """
 
 from __future__ import annotations
@@ -33,7 +54,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import KitError
 from grader.layout import SUITES
-from grader.promises import GATED
+from grader.promises import FALLBACK_CORE, GATED, VALUE
 
 if TYPE_CHECKING:  # only their attributes are read: this module ships in the handout without them
     from grader.manifest import Exercise, Manifest
@@ -98,6 +119,7 @@ def score_suites(
     return out
 
 
+BROKEN_MOST = Fraction(2, 5)  # the share of its hidden points a function that does not compute keeps, at most
 HIDDEN = "hidden"  # the suite whose passing checks let the others' earn (its inputs are not handed out)
 
 
@@ -113,32 +135,41 @@ def score_exercise(
     out = []
     for (suite, in_suite), most in zip(groups, maxima, strict=True):
         entry = tallies(in_suite, promises)
-        gate = proven if suite != HIDDEN else None
-        withheld = () if gate is None else tuple(sorted({t.function for t in entry if t.passed} - gate))
-        out.append(SuiteScore(exercise, suite, in_suite, entry_score(most, entry, gate), most, withheld))
+        withheld: tuple[str, ...] = ()
+        if suite == HIDDEN:
+            score = entry_score(most, entry, computing=working(entry))
+        else:
+            score = entry_score(most, entry, proven)
+            if proven is not None:
+                withheld = tuple(sorted({t.function for t in entry if t.passed} - proven))
+        out.append(SuiteScore(exercise, suite, in_suite, score, most, withheld))
     return out
 
 
-VALUE = "value"  # the kind whose checks say a function computes what its docstring says
+def is_core(tally: Tally, entry: Iterable[Tally]) -> bool:
+    """Whether `tally` checks its function's core result: a value promise, or an edge or rng promise of
+    a function with no value promise in `entry`."""
+    if tally.kind == VALUE:
+        return True
+    valued = any(t.function == tally.function and t.kind == VALUE for t in entry)
+    return tally.kind in FALLBACK_CORE and not valued
 
 
 def working(entry: Iterable[Tally]) -> frozenset[str]:
-    """The functions of which more than half the checks of value promises in `entry` pass (a function
-    with none: of its edge and rng checks); "" (what an unmarked check names: a suite not yet
-    annotated) where any check of a working kind passes, as before. One passing check was enough for
-    every function: a table of the visible answers beside a softmax that only ranked the logits (equal
-    ones: 1/n each) passed 2 of its 4 hidden value checks and 3 of its edge checks, and earned 2.46 of
-    3 points, the visible 1.07 included."""
-    entry = [t for t in entry if t.kind not in GATED]
-    valued = {t.function for t in entry if t.kind == VALUE}
-    counts: dict[str, list[int]] = {}
-    for t in entry:
-        if t.kind == VALUE or t.function not in valued:
-            count = counts.setdefault(t.function, [0, 0])
-            count[0] += t.checks
-            count[1] += t.passed
-    found = {function for function, (checks, passed) in counts.items() if function and 2 * passed > checks}
-    return frozenset(found | {""}) if any(t.passed for t in entry) else frozenset(found)
+    """The functions that compute in `entry`: more than half the checks of each of their core promises
+    (`is_core`) pass; "" (what an unmarked check names: a suite not yet annotated) where any check of a
+    value, edge or rng kind passes, as before. One passing check was enough for every function: a table
+    of the visible answers beside a softmax that only ranked the logits (equal ones: 1/n each) passed 2
+    of its 4 hidden value checks and 3 of its edge checks, and earned 2.46 of 3 points, the visible 1.07
+    included. Most of all the value checks of a function was not enough either: `cheapest` minimising
+    the total without the cost of errors (its whole point) broke one value promise of five and kept 87%
+    of its exercise."""
+    entry = list(entry)
+    core = [t for t in entry if t.function and is_core(t, entry)]
+    broken = {t.function for t in core if 2 * t.passed <= t.checks}
+    found = {t.function for t in core} - broken
+    any_working = any(t.passed for t in entry if t.kind not in GATED)
+    return frozenset(found | {""}) if any_working else frozenset(found)
 
 
 def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> list[Tally]:
@@ -160,23 +191,41 @@ def tallies(records: Iterable[TestRecord], promises: Mapping[str, Promise]) -> l
     return [Tally(*terms[key], checks, passed) for key, (checks, passed) in counts.items()]
 
 
-def entry_score(points: float, entry: Iterable[Tally], proven: frozenset[str] | None = None) -> float:
+def entry_score(
+    points: float,
+    entry: Iterable[Tally],
+    proven: frozenset[str] | None = None,
+    computing: frozenset[str] | None = None,
+) -> float:
     """What an entry worth `points` earns: each promise its weight's share of the points, earned in
-    proportion to its checks that passed; an error or unchanged promise's only where a value, edge or rng
-    promise of the same function has a check that passed; with `proven` (the functions the hidden
-    checks show working: `working`), a promise's only where its function is there. Rounded to 0.01;
+    proportion to its checks that passed; an error, unchanged or form promise's only where a value, edge
+    or rng promise of the same function has a check that passed; with `proven` (the functions the
+    hidden checks show working: `working`), a promise's only where its function is there; with
+    `computing` (the hidden entry's own `working`), a promise that is not core (`is_core`) only where its
+    function is there, and a function not there at most BROKEN_MOST of its weight. Rounded to 0.01;
     every check earning: `points` exactly."""
     entry = list(entry)
     earning = {t.function for t in entry if t.kind not in GATED and t.passed}
+
+    def earns(t: Tally) -> bool:
+        if t.kind in GATED and t.function not in earning:
+            return False
+        if proven is not None and t.function not in proven:
+            return False
+        return computing is None or t.function in computing or is_core(t, entry)
+
     weight = sum(Fraction(t.weight) for t in entry)
-    credit = sum(
-        (
-            Fraction(t.weight) * t.passed / t.checks
-            for t in entry
-            if (t.kind not in GATED or t.function in earning) and (proven is None or t.function in proven)
-        ),
-        Fraction(0),
-    )
+    credits: dict[str, Fraction] = {}
+    weights: dict[str, Fraction] = {}
+    for t in entry:
+        weights[t.function] = weights.get(t.function, Fraction(0)) + Fraction(t.weight)
+        if earns(t):
+            credits[t.function] = (
+                credits.get(t.function, Fraction(0)) + Fraction(t.weight) * t.passed / t.checks
+            )
+    if computing is not None:  # a function that does not compute keeps at most BROKEN_MOST of its weight
+        credits = {f: c if f in computing else min(c, BROKEN_MOST * weights[f]) for f, c in credits.items()}
+    credit = sum(credits.values(), Fraction(0))
     if not weight or credit == weight:
         return cents(points) if weight else 0.0
     # In this order a suite of unmarked checks (each weight 1) scores as points * passed / checks did.

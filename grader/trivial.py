@@ -1,6 +1,6 @@
 """Trivial answers: proof that points follow correctness. For every exercise, derive from the reference
 itself implementations that do no real work, grade each with both suites, and report the largest share of
-the exercise's points any of them earns (`grader validate` fails above `MAX_SHARE`).
+the exercise's points any of them earns (`grader validate` fails above `MAX_SHARE`, 2%).
 
 A trivial variant is the reference module with ONE exercise's functions replaced. A replacement never
 does the exercise's work: it either ignores the reference (``none``: return None; ``first-argument``: echo
@@ -8,7 +8,11 @@ the first argument; ``raises-valueerror``, ``raises-typeerror``: raise on every 
 checks of an error path, and earns nothing for them where grader.scoring gates them) or keeps only the
 *shape* of the reference's answer on the same input and throws its
 content away (zeros, ones, empty, the uniform distribution, NaN, seeded random values, or the first answer
-it ever gave, returned from then on). None of them touches its arguments, except ``zeros-in-place``,
+it ever gave, returned from then on), or knows the types as a student who read only the docstring
+would (issue 30: ``argument-copy``, the input returned, a copy of theta; ``everything``, every
+candidate survives, all True; ``first-option``, the first of the options; with ``empty`` nothing
+survives, ``zeros`` all False or zeros of the right shape, ``ones`` all True, ``uniform`` the uniform
+distribution of the right length). None of them touches its arguments, except ``zeros-in-place``,
 which zeroes whatever argument the reference would have changed (a gradient table, a policy). Nothing is
 written by hand per exercise: the reference's own answers on the suites' own inputs give every shape.
 
@@ -41,7 +45,7 @@ from grader.promises import Promise, inventory_promises
 from grader.scoring import points_text, score_exercise
 from grader.suites import TestOutcome, TestRecord
 
-MAX_SHARE = 0.05  # a trivial answer may earn at most this share of an exercise's points
+MAX_SHARE = 0.02  # a trivial answer may earn at most this share of an exercise's points (issue 30: was 5%)
 
 VARIANTS: dict[str, str] = {
     "constant": "the reference's first answer in the run, returned every time",
@@ -53,6 +57,9 @@ VARIANTS: dict[str, str] = {
     "nan": "every float NaN",
     "random": "seeded random numbers in the reference's answer's shape",
     "first-argument": "the first argument, returned unchanged",
+    "argument-copy": "a copy of the first argument of the answer's type (the input returned, theta)",
+    "everything": "every index the answer could hold (every candidate survives), every flag True",
+    "first-option": "the first item of the argument the answer is picked from (the first option)",
     "none": "None, arguments untouched",
     "raises-valueerror": "ValueError raised on every call",
     "raises-typeerror": "TypeError raised on every call",
@@ -101,6 +108,8 @@ def _trivial(reference: Callable, variant: str) -> Callable:
         if variant == "constant":
             memory.setdefault("first", answer)
             out = copy.deepcopy(memory["first"])
+        elif variant in _KNOWING:
+            out = _KNOWING[variant](answer, copies[0] + tuple(copies[1].values()))
         else:
             out = degrade(answer, "zeros" if variant == "zeros-in-place" else variant, rng)
         if variant == "zeros-in-place":
@@ -144,6 +153,77 @@ def degrade(value: Any, mode: str, rng: random.Random) -> Any:
             object.__setattr__(out, f.name, degrade(getattr(value, f.name), mode, rng))
         return out
     return value  # None, random.Random, objects the lab passes through
+
+
+# -- answers that know the types (issue 30): they read only the answer's type and the arguments ----------
+
+
+def argument_copy(answer: Any, args: tuple) -> Any:
+    """A copy of the first argument (or attribute of an argument: a policy's theta) of `answer`'s type,
+    one of its length first (the input returned: the candidates for the survivors, theta for its
+    gradient, the instruction for its update); else the answer zeroed."""
+    inner = [v for a in args if hasattr(a, "__dict__") and not callable(a) for v in vars(a).values()]
+    alike = [a for a in (*args, *inner) if type(a) is type(answer) and answer is not None]
+    for arg in alike:
+        if not hasattr(answer, "__len__") or len(arg) == len(answer):
+            return copy.deepcopy(arg)
+    return copy.deepcopy(alike[0]) if alike else degrade(answer, "zeros", random.Random(0))
+
+
+def everything(answer: Any, args: tuple) -> Any:
+    """Every index an answer of indices could hold (all the candidates of the longest sequence argument:
+    every candidate survives), the whole argument where the answer is some of its items (every rollout
+    kept), every flag True; numbers and strings zeroed."""
+    if isinstance(answer, bool):
+        return True
+    sequences = [a for a in args if isinstance(a, list | tuple | dict) and not isinstance(a, str)]
+    if isinstance(answer, list | tuple | set | frozenset) and answer:
+        if all(_index(v) for v in answer) and sequences:
+            return type(answer)(range(max(len(a) for a in sequences)))
+        for arg in sequences:
+            if isinstance(arg, list | tuple) and all(_holds(arg, v) for v in answer):
+                return type(answer)(copy.deepcopy(list(arg)))
+    if isinstance(answer, list | tuple):
+        return type(answer)(everything(v, args) for v in answer)
+    if isinstance(answer, dict):
+        return {k: everything(v, args) for k, v in answer.items()}
+    return degrade(answer, "zeros", random.Random(0))
+
+
+def first_option(answer: Any, args: tuple) -> Any:
+    """The first of the options the answer is picked from: the first item of a sequence argument that
+    holds it, the first key (and its value) of a dict argument that holds it, 0 for an index into a
+    sequence argument; else the answer zeroed."""
+    for arg in args:
+        if isinstance(arg, dict) and arg:
+            first = next(iter(arg))
+            if _holds(list(arg), answer):
+                return copy.deepcopy(first)
+            if isinstance(answer, tuple) and len(answer) == 2 and _holds(list(arg), answer[0]):
+                return (first, copy.deepcopy(arg[first]))
+        if isinstance(arg, list | tuple) and arg and _holds(arg, answer):
+            return copy.deepcopy(arg[0])
+    if _index(answer) and any(isinstance(a, list | tuple) and len(a) > answer for a in args):
+        return 0
+    return degrade(answer, "zeros", random.Random(0))
+
+
+def _index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _holds(items: Iterable[Any], value: Any) -> bool:
+    try:
+        return any(item is value or (type(item) is type(value) and item == value) for item in items)
+    except Exception:  # noqa: BLE001 - an item whose == fails holds nothing
+        return False
+
+
+_KNOWING: dict[str, Callable[[Any, tuple], Any]] = {
+    "argument-copy": argument_copy,
+    "everything": everything,
+    "first-option": first_option,
+}
 
 
 def _values(container: Any) -> Iterable[Any]:

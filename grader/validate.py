@@ -3,7 +3,7 @@ test; the stubs earn nothing, and every test fails with its own exercise's NotIm
 an unrelated error, which would mean the test is broken or calls the wrong exercise); every exercise
 function is called by a test of its exercise (the reference run records each test's calls), else a stub
 of it would keep its points. The third verdict, trivial answers derived from the reference earning at
-most 5% of an exercise, is grader.trivial's.
+most 2% of an exercise (type-aware ones included), is grader.trivial's.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -100,7 +101,30 @@ def run(kit: Path, mistakes: list[Mistake], jobs: int, scope: str, quiet: bool =
     total = sum(g.caught for g in graded)
     print(f"all: {total} of {len(graded)} caught; {len([g for g in graded if g.lost_elsewhere])} lose "
           f"points on another exercise; {time.monotonic() - started:.0f} s")  # fmt: skip
+    for line in kept_by_role(kit, graded):
+        print(line)
     return graded
+
+
+def kept_by_role(kit: Path, graded: list[Graded]) -> list[str]:
+    """The median share of its exercise a mistake keeps, for mistakes of value promises (the core) and
+    of the others (issue 30: at most 40% and at least 75%), and how many of the others lose over half."""
+    from grader.inventory import load_inventory
+    from grader.promises import VALUE, inventory_promises
+
+    promises = inventory_promises(load_inventory(kit))
+    shares: dict[bool, list[float]] = {True: [], False: []}
+    for g in graded:
+        promise = promises.get(g.mistake.promise)
+        if not g.failed and g.own_max and promise is not None:
+            shares[promise.kind == VALUE].append(g.own_points / g.own_max)
+    out = []
+    for core, label in ((True, "value promises"), (False, "other promises")):
+        if kept := shares[core]:
+            median = f"{len(kept)}, median kept {statistics.median(kept):.0%}"
+            over_half = "" if core else f"; {sum(k < 0.5 for k in kept)} lose more than half"
+            out.append(f"mistakes of {label}: {median}{over_half}")
+    return out
 
 
 def row(g: Graded) -> str:

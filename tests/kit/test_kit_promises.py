@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from grader.promises import (
     Promise,
     PromiseError,
     coverage_problems,
+    default_weights,
     idle_gated_checks,
     inventory_promises,
     load_promises,
@@ -47,7 +49,7 @@ from grader.promises import (
 )
 from grader.reference import read_reference
 from grader.results import results_document
-from grader.scoring import Tally, cents, entry_score, score_suites, tallies
+from grader.scoring import Tally, cents, entry_score, score_exercise, score_suites, tallies
 from grader.suites import TestRecord
 from grader.trivial import earned_points
 from tests.kit.conftest import KIT
@@ -106,9 +108,11 @@ weight = 2
 
 
 def test_a_good_promise_file_gives_its_promises():
+    """softmax.formula writes no weight: its role's default, (1 - 3/10) * 2 (softmax's one other promise
+    carries at most 3/10 of its 2 promises' weight; it was 1 before issue 30); large_logits keeps its 2."""
     promises = parse_promises(GOOD, MANIFEST, "tests/promises/ex08.toml")
     assert promises == [
-        Promise("softmax.formula", 8, "softmax", "value", "exp(x_i) / sum_j exp(x_j)", 1),
+        Promise("softmax.formula", 8, "softmax", "value", "exp(x_i) / sum_j exp(x_j)", 1.4),
         Promise("softmax.large_logits", 8, "softmax", "edge", "no overflow on logits near 1000", 2),
     ]
 
@@ -385,19 +389,20 @@ def test_an_edited_promise_file_makes_the_inventory_stale(small_kit):
 
 
 def test_the_points_document_splits_each_entry_over_its_promises(small_kit):
-    """Exercise 1: 4 points over 6 checks, the visible entry 1.33 (2 checks) over weights 2 (double.value)
-    and 1 (double.refuses), the hidden 2.67 over weights 2, 1 and 1 (its unmarked case, a promise of its
-    own); double.zero, which no check names, 0."""
+    """Exercise 1: 4 points over 6 checks, the visible entry 1.33 (2 checks) over weights 2 (double.value,
+    written) and 0.6 (double.refuses), the hidden 2.67 over weights 2, 0.6 and 1 (its unmarked case, a
+    promise of its own); double.zero, which no check names, 0. The 0.6 is the default of issue 30: the
+    function's two other promises share 2/5 of its 3 (it was 1: refuses had 1.11 points, value 2.22)."""
     build(small_kit)
     text = (small_kit / POINTS_DOC).read_text()
     assert text == points_doc(small_manifest(small_kit), load_inventory(small_kit))
     rows = [
         "| 1 double | 4 | 1.33 (2 checks) | 2.67 (4 checks) | 3 | 1 |",
         "| 2 halve | 2 | 1 (1 check) | 1 (1 check) | 0 | 2 |",
-        "| `double.refuses` | error | 1 | ValueError when x is not a number | 1 | 0.44 | 1 | 0.67 | 1.11 |",
-        "| `double.value` | value | 2 | twice x | 1 | 0.89 | 2 | 1.33 | 2.22 |",
-        "| `double.zero` | edge | 1 | twice 0 is 0 | - | - | - | - | 0 |",
-        f"| {UNMARKED} |  | 1 each |  | - | - | 1 | 0.67 | 0.67 |",
+        "| `double.refuses` | error | 0.6 | ValueError when x is not a number | 1 | 0.31 | 1 | 0.44 | 0.75 |",
+        "| `double.value` | value | 2 | twice x | 1 | 1.02 | 2 | 1.48 | 2.51 |",
+        "| `double.zero` | edge | 0.6 | twice 0 is 0 | - | - | - | - | 0 |",
+        f"| {UNMARKED} |  | 1 each |  | - | - | 1 | 0.74 | 0.74 |",
         "Not annotated yet: `tests/promises/ex02.toml` is missing.",
     ]
     assert [row for row in rows if row not in text.splitlines()] == []
@@ -418,6 +423,107 @@ PROMISES_F = {
     "f.error": Promise("f.error", 1, "f", "error", "x", 1),
     "g.value": Promise("g.value", 1, "g", "value", "v", 1),
 }
+
+
+# -- points follow what breaks (issue 30) -------------------------------------------------------------
+
+
+def _function(name: str, values: int, others: int, other_kind: str = "edge") -> list[Promise]:
+    return [Promise(f"{name}.v{i}", 1, name, "value", "v") for i in range(values)] + [
+        Promise(f"{name}.o{i}", 1, name, other_kind, "o") for i in range(others)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "others", "value_weight", "other_weight"),
+    [
+        (2, 6, 0.6 * 8 / 2, 0.4 * 8 / 6),  # _pareto's shape: the core 3/5, six others 2/5
+        (1, 1, 0.7 * 2, 0.3 * 2),  # one other promise: at most 3/10
+        (3, 2, 0.6 * 5 / 3, 0.4 * 5 / 2),
+        (4, 0, 1.0, None),  # nothing but its core
+        (0, 3, None, 1.0),  # no value promise: its edge and rng promises are its core
+    ],
+)
+def test_default_weights_give_the_core_three_fifths_of_its_function(
+    values, others, value_weight, other_weight
+):
+    """A function's default weights add up to its number of promises, so the functions of an exercise
+    share it as before issue 30 (1 a promise); within it the value promises carry 3/5."""
+    promises = _function("f", values, others)
+    weights = default_weights(promises)
+    assert sum(weights.values()) == pytest.approx(values + others)
+    for promise in promises:
+        expected = value_weight if promise.kind == "value" else other_weight
+        assert weights[promise.id] == pytest.approx(expected), promise.id
+
+
+def _kept(functions: list[list[Promise]], failing: dict[str, int], checks: int = 3) -> dict[str, float]:
+    """Each function's share of a 100-point hidden entry that it keeps when `failing[P]` of the `checks`
+    checks of each promise P fail (the functions' weights their defaults)."""
+    promises = {}
+    for mine in functions:
+        weights = default_weights(mine)
+        promises.update((p.id, Promise(p.id, 1, p.function, p.kind, p.says, weights[p.id])) for p in mine)
+    exercise = Exercise(1, "f", "1. numbers", tuple(m[0].function for m in functions), 100, "visible", "")
+
+    def score(fails: Callable[[Promise, int], bool]) -> float:
+        records = [
+            record(f"{p.id}-{i}", not fails(p, i), p.id) for p in promises.values() for i in range(checks)
+        ]
+        [hidden] = score_exercise(exercise, records, ["hidden"], promises)
+        return hidden.score
+
+    scored = score(lambda p, i: i < failing.get(p.id, 0))
+    total = sum(p.weight for p in promises.values())
+    kept = {}
+    for mine in functions:
+        name = mine[0].function
+        without = score(lambda p, i, name=name: p.function == name or i < failing.get(p.id, 0))
+        kept[name] = (scored - without) / (100 * sum(p.weight for p in mine) / total)
+    return kept
+
+
+SHAPES = [(1, 1), (2, 6), (3, 2), (1, 9), (5, 5), (2, 1)]  # (value promises, other promises)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("neighbours", [0, 1, 2])
+def test_a_broken_core_keeps_at_most_two_fifths_of_its_function(shape, neighbours):
+    """Every value check failing, or two of each value promise's three, or one value promise of several
+    wholly or two of its three checks (the function does not compute): the function keeps at most 40%
+    of its points, whatever its other promises, and the exercise's other functions keep all of theirs."""
+    f = _function("f", *shape)
+    rest = [_function(name, 2, 3) for name in ("g", "h")[:neighbours]]
+    values = [p.id for p in f if p.kind == "value"]
+    breaks = [dict.fromkeys(values, 3), dict.fromkeys(values, 2), {values[-1]: 3}, {values[0]: 2}]
+    for failing in breaks:
+        kept = _kept([f, *rest], failing)
+        assert kept["f"] <= 0.40 + 1e-3, (shape, failing, kept)
+        assert all(kept[m[0].function] == pytest.approx(1, abs=1e-3) for m in rest), kept
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("kind", ["edge", "form", "unchanged", "rng", "error"])
+def test_one_slip_of_form_or_edge_keeps_at_least_seven_tenths_of_its_function(shape, kind):
+    """One other promise failing wholly, the core computing: the function keeps at least 70%."""
+    f = _function("f", *shape, other_kind=kind)
+    slip = next(p.id for p in f if p.kind == kind)
+    kept = _kept([f, _function("g", 2, 2)], {slip: 3})
+    assert 0.70 - 1e-3 <= kept["f"] < 1, (shape, kind, kept)
+
+
+def test_doing_nothing_of_the_right_type_earns_nothing_in_the_hidden_entry():
+    """An answer that does no work keeps the invariants ("the front is never empty", the right type,
+    the arguments unchanged) and fails the core: none of those checks earns, as on the visible entry.
+    With one core check in three failing, the function computes: its other checks earn."""
+    f = _function("f", 2, 0) + [
+        Promise("f.never_empty", 1, "f", "edge", "e"),
+        Promise("f.a_list", 1, "f", "form", "t"),
+        Promise("f.unchanged", 1, "f", "unchanged", "u"),
+    ]
+    assert _kept([f], {"f.v0": 3, "f.v1": 3})["f"] == 0.0
+    assert _kept([f], {"f.v0": 2, "f.v1": 2})["f"] == pytest.approx(0.6 / 3, abs=1e-3)
+    assert _kept([f], {"f.v0": 1, "f.v1": 1})["f"] == pytest.approx(1 - 0.6 / 3, abs=1e-3)
 
 
 def test_an_entry_splits_over_its_promises_by_weight_and_a_promise_over_its_checks():
@@ -662,9 +768,9 @@ def test_the_local_verdict_scores_the_visible_entry_as_grading_does():
 def test_the_handouts_exercise_data_holds_the_visible_promises_only(small_kit):
     build(small_kit)
     data = exercises_data(small_manifest(small_kit), load_inventory(small_kit))
-    assert data[0]["promises"] == [
+    assert data[0]["promises"] == [  # refuses: its role's default weight (issue 30), value: written
         {"id": "double.value", "function": "double", "kind": "value", "weight": 2, "checks": 1},
-        {"id": "double.refuses", "function": "double", "kind": "error", "weight": 1, "checks": 1},
+        {"id": "double.refuses", "function": "double", "kind": "error", "weight": 0.6, "checks": 1},
     ]
     assert (data[0]["visible_points"], data[0]["unmarked"], data[1]["unmarked"]) == (1.33, 0, 1)
     text = json.dumps(data)

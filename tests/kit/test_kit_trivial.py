@@ -1,5 +1,6 @@
 """Points follow correctness (grader.trivial): answers derived from the reference that do no work earn at
-most 5% of an exercise, and a submission with one realistic bug keeps the points of everything else.
+most 2% of an exercise (5% before issue 30, whose type-aware answers earned 30% of exercise 6), and a
+submission with one realistic bug keeps the points of everything else.
 
 The suites run in a child process (`python -m grader.trivial`, or a few lines calling `passed_checks`),
 in-process there: a pytest session is not nested inside this one. `grader validate` checks every
@@ -19,7 +20,16 @@ from pathlib import Path
 import pytest
 
 from grader.layout import REFERENCE
-from grader.trivial import MAX_SHARE, VARIANTS, degrade, install, variant_source
+from grader.trivial import (
+    MAX_SHARE,
+    VARIANTS,
+    argument_copy,
+    degrade,
+    everything,
+    first_option,
+    install,
+    variant_source,
+)
 from grader.worker import load_module
 from tests.kit.conftest import KIT
 
@@ -30,8 +40,9 @@ def _python(code: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_trivial_answers_earn_at_most_five_percent() -> None:
-    """Softmax (the uniform vector: 50% before), eval guard (False: 50%) and exact KL (0.0: 36%)."""
+def test_trivial_answers_earn_at_most_two_percent() -> None:
+    """Softmax (the uniform vector: 50% before), eval guard (False: 50%) and exact KL (0.0: 36%); the
+    type-aware answers too (issue 30: 2%, was 5%)."""
     run = subprocess.run(
         [sys.executable, "-m", "grader.trivial", "8", "16", "18"],
         cwd=KIT,
@@ -42,7 +53,7 @@ def test_trivial_answers_earn_at_most_five_percent() -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     rows = [line for line in run.stdout.splitlines() if line[:2].strip().isdigit()]
     assert len(rows) == 3 and all(row.split()[-3] == "ok" for row in rows), run.stdout
-    assert MAX_SHARE == 0.05
+    assert MAX_SHARE == 0.02
 
 
 def _one_bug(source: str, old: str, new: str) -> str:
@@ -110,3 +121,29 @@ def test_a_variant_replaces_only_its_exercise_and_leaves_arguments_alone(tmp_pat
     with pytest.raises(ValueError, match="unknown trivial variant"):
         install(namespace, ["softmax"], "clever")
     assert set(VARIANTS) >= {"constant", "zeros", "uniform", "first-argument", "none", "nan"}
+
+
+def test_the_answers_that_know_the_types_read_only_types_and_arguments() -> None:
+    """Issue 30's hand-written do-nothing answers, derived: every candidate survives, the input (or a
+    policy's theta) returned, the first option; none computes anything the docstring asks."""
+    scores = [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]
+    assert everything([0, 2], (scores,)) == [0, 1, 2]  # pareto_front: everyone
+    assert everything(([{0}, {1}], {0, 1}), (scores,)) == ([{0, 1, 2}, {0, 1, 2}], {0, 1, 2})  # _pareto
+    assert everything([("s", "r")], ([("s", "r"), ("t", "u")], 1.0)) == [("s", "r"), ("t", "u")]
+    assert everything(False, ()) is True and everything(0.25, ()) == 0.0
+
+    class Policy:
+        def __init__(self) -> None:
+            self.theta = [[[1.0, 2.0]]]
+
+    assert argument_copy([[[0.3, -0.3]]], (Policy(), [("s", 0)] * 3)) == [[[1.0, 2.0]]]  # a copy of theta
+    xs = [1.0, 2.0]
+    copied = argument_copy([0.27, 0.73], (xs,))
+    assert copied == xs and copied is not xs
+    assert argument_copy(True, ([1.0],)) is False  # nothing of its type: zeroed
+    assert first_option(2, ([[3.0, 2], [1.0, 1], [0.5, 4]], None)) == 0  # ucb_choice's index
+    assert first_option(("b", {"x": 1}), ({"a": {"x": 0}, "b": {"x": 1}},)) == ("a", {"x": 0})  # cheapest
+    assert first_option("v2", (["v1", "v2"],)) == "v1"
+    assert {"argument-copy", "everything", "first-option", "empty", "uniform", "first-argument"} <= set(
+        VARIANTS
+    )
