@@ -72,6 +72,17 @@ def asked(specs, module):
     return counts
 
 
+def _allowed(instruction, specs, module):
+    """The word lists a value check accepts: the instruction's words, plus the most asked fresh word (any
+    of them where several are asked equally often: the tie rule is the ties_alphabetical edge's)."""
+    counts = asked(specs, module)
+    fresh = {w: c for w, c in counts.items() if w not in instruction.split()}
+    if not fresh:
+        return [_words(instruction)]
+    top = max(fresh.values())
+    return [_words(instruction) + [w] for w in sorted(fresh) if fresh[w] == top]
+
+
 def _words(text):
     """An instruction's words, its periods left out: the value checks compare which word is added, and
     leave how the '.' before it is handled to the trailing_dots promise."""
@@ -109,11 +120,16 @@ def reflect(student, instruction, traces, module, specs):
 @pytest.mark.promise("reflect_update.most_asked")
 @given(instructions(), trace_specs, st.sampled_from(MODULES))
 def test_matches_reference(lab, student, reference, instruction, specs, module):
-    """reflect_update gives the reference's instruction (its words)."""
+    """reflect_update gives the reference's instruction (its words; of words asked equally often, any)."""
     traces = build(lab, specs)
     got, what = reflect(student, instruction, traces, module, specs)
     want = reference.reflect_update(instruction, build(lab, specs), module)
-    expect_equal(_words(got), _words(want), what + ": the words of the instruction (periods left out)")
+    allowed = _allowed(instruction, specs, module)
+    expect_true(
+        _words(got) in allowed,
+        what,
+        f"got {got!r}; the reference gives {want!r} (words of equally asked ones may differ, periods aside)",
+    )
 
 
 @pytest.mark.promise("reflect_update.most_asked")
@@ -121,10 +137,12 @@ def test_matches_reference(lab, student, reference, instruction, specs, module):
 def test_adds_the_most_asked_fresh_word(lab, student, instruction, specs, module):
     """The word added is the fresh word that failures ask for most often (ties alphabetical)."""
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
-    counts = asked(specs, module)
-    fresh = sorted((w for w in counts if w not in instruction.split()), key=lambda w: (-counts[w], w))
-    want = instruction.rstrip(".") + " " + fresh[0] if fresh else instruction
-    expect_equal(_words(got), _words(want), what + ": the words of the instruction (periods left out)")
+    allowed = _allowed(instruction, specs, module)
+    expect_true(
+        _words(got) in allowed,
+        what,
+        f"got {got!r}; its words (periods aside) should be one of {allowed}",
+    )
 
 
 @pytest.mark.promise("reflect_update.appends_word")
@@ -191,7 +209,7 @@ def test_noise_failures_ask_for_nothing(lab, student, reference, instruction, ki
     _works(student, reference)
     specs = [(k, False, True) for k in kinds] + [(k, True, False) for k in kinds]
     got, what = reflect(student, instruction, build(lab, specs), module, specs)
-    expect_equal(got, instruction, what)
+    expect_equal(_words(got), _words(instruction), what + ": the words of the instruction (periods left out)")
 
 
 @pytest.mark.promise("reflect_update.most_asked")
