@@ -148,13 +148,27 @@ def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec,
 
 
 @pytest.mark.promise("bootstrap_demos.passing_within_cap")
-@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+@given(seeds, train_specs, program_specs, param_specs, st.integers(1, 3))
+@example(0, [("A", i % 4) for i in range(8)], ([], [], []), None, 2)  # misses before the cap fills
 def test_keeps_only_passing_traces_within_the_cap_in_order(
     student, reference, lab, seed, tspec, pspec, parspec, per_kind
 ):
-    """Only passing traces are kept, at most max_per_kind per kind, in training order"""
+    """Only passing traces are kept, at most max_per_kind per kind (failures do not count), in training
+    order: the reference's demos (max_per_kind=0 is the zero-cap edge's)"""
     _pin(student, reference)
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
+    want = reference.bootstrap_demos(
+        _program(reference, pspec),
+        _train(reference, tspec),
+        random.Random(seed),
+        _params(reference, parspec),
+        max_per_kind=per_kind,
+    )
+    expect_equal(
+        [(d.id, d.kind, d.answer, d.correct) for d in got],
+        [(d.id, d.kind, d.answer, d.correct) for d in want],
+        what + "\n  (id, kind, answer, correct)",
+    )
     # Each demo is a passing trace of a later training example than the demo before it (an example
     # listed twice may give two demos).
     rest = iter(train)
@@ -188,7 +202,7 @@ def test_one_rollout_per_training_example(
 
 
 @pytest.mark.promise("bootstrap_demos.keep_all")
-@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+@given(seeds, train_specs, program_specs, param_specs, st.integers(1, 3))
 @example(2, [("A", 0)] * 5 + [("D", 1)] * 2, ([], [], []), {"base": 0.5, "floor": 0.0, "cap": 1.0}, 2)
 def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspec, pspec, parspec, per_kind):
     """With keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
@@ -210,7 +224,7 @@ def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspe
 
 
 @pytest.mark.promise("bootstrap_demos.passing_within_cap")
-@given(seeds, train_specs, st.integers(0, 3))
+@given(seeds, train_specs, st.integers(1, 3))
 @example(5, [("A", 2), 0, ("D", 1), 0, 2], 3)
 def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
     """When every rollout passes, the demos are the first examples of each kind with their answers, and
