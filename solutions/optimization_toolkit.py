@@ -337,19 +337,19 @@ def ucb_choice(stats, rng, surrogate=True, explore=0.25):
     index into stats; stats is not changed. The rng calls, in order: with the surrogate off, one
     rng.randrange(len(stats)) and nothing else. With it on, first one rng.random(); if that is below
     `explore`, rng.randrange(len(stats)); otherwise rng.choice(tied), tied being the list, in index order,
-    of the options whose mean + 0.5 / sqrt(pulls + 1) is within 1e-12 of the best (float rounding is a tie),
-    drawn even when it holds a single option. So explore=0.0 never explores and explore=1.0 always does.
+    of the options whose mean + 0.5 / sqrt(pulls + 1) is within 1e-12 of the best (the largest of them:
+    float rounding is a tie, and which options tie does not depend on their order), drawn even when it
+    holds a single option. So explore=0.0 never explores and explore=1.0 always does.
     """
     if not surrogate or rng.random() < explore:
         return rng.randrange(len(stats))
-    best, arg = None, []
-    for i, (tot, n) in enumerate(stats):
+    scores = []
+    for tot, n in stats:
         mu = tot / n if n else 0.5
         u = mu + 0.5 / math.sqrt(n + 1)
-        if best is None or u > best + 1e-12:
-            best, arg = u, [i]
-        elif abs(u - best) <= 1e-12:
-            arg.append(i)
+        scores.append(u)
+    best = max(scores)
+    arg = [i for i, u in enumerate(scores) if best - u <= 1e-12]
     return rng.choice(arg)
 
 

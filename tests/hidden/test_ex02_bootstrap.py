@@ -14,11 +14,18 @@ KINDS = ("A", "B", "C", "D", "E", "F")
 WORDS = ("units", "negatives", "dates", "abbrev", "currency", "ties", "Solve", "the", "task.", "step")
 
 seeds = st.integers(0, 2**32 - 1)
-# Empty and one-example trains often; kinds repeat (one or two kinds) so that caps fill up.
+examples = st.tuples(st.sampled_from(KINDS), st.integers(0, 3))
+# Empty and one-example trains often; kinds repeat (one or two kinds) so that caps fill up; an example
+# listed twice or more (an int j in a spec: its j-th new example again, the same object).
 train_specs = st.one_of(
-    st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=1),
+    st.lists(examples, max_size=1),
     st.lists(st.tuples(st.sampled_from(("A", "D")), st.integers(0, 3)), max_size=10),
-    st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), max_size=14),
+    st.lists(examples, max_size=14),
+    st.lists(examples, min_size=1, max_size=6).flatmap(
+        lambda xs: st.lists(st.integers(0, len(xs) - 1), min_size=1, max_size=4).flatmap(
+            lambda ds: st.permutations(xs + ds).filter(lambda t: not isinstance(t[0], int))
+        )
+    ),
 )
 program_specs = st.tuples(
     st.lists(st.sampled_from(WORDS), max_size=6),
@@ -40,8 +47,11 @@ meter_specs = st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 2
 
 
 def _train(mod, specs):
-    # ids are not the positions, so that Demo.id must come from the example
-    return [mod.Example(100 + 3 * i, kind, answer) for i, (kind, answer) in enumerate(specs)]
+    """The training list of a spec: (kind, answer) a new example (ids are not the positions, so that
+    Demo.id must come from the example), an int j the spec's j-th new example again (the same object)."""
+    made = {i: mod.Example(100 + 3 * i, *spec) for i, spec in enumerate(specs) if not isinstance(spec, int)}
+    new = list(made.values())
+    return [new[spec % len(new)] if isinstance(spec, int) else made[i] for i, spec in enumerate(specs)]
 
 
 def _program(mod, spec):
@@ -104,6 +114,7 @@ def _pin(student, reference):
 
 @pytest.mark.promise("bootstrap_demos.rollouts_and_rng")
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
+@example(3, [("A", 1), ("B", 2), 0, 1, 0], ([], [], []), {"floor": 1.0, "cap": 1.0}, (0, 0), 3, False)
 def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec, mspec, per_kind, keep_all):
     """The demos, the rng state and the meter after the call match the reference"""
     got, rng, meter, _, _, what = _run(student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all)
@@ -137,19 +148,33 @@ def test_matches_reference(student, lab, reference, seed, tspec, pspec, parspec,
 
 
 @pytest.mark.promise("bootstrap_demos.passing_within_cap")
-@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+@given(seeds, train_specs, program_specs, param_specs, st.integers(1, 3))
+@example(0, [("A", i % 4) for i in range(8)], ([], [], []), None, 2)  # misses before the cap fills
 def test_keeps_only_passing_traces_within_the_cap_in_order(
     student, reference, lab, seed, tspec, pspec, parspec, per_kind
 ):
-    """Only passing traces are kept, at most max_per_kind per kind, in training order"""
+    """Only passing traces are kept, at most max_per_kind per kind (failures do not count), in training
+    order: the reference's demos (max_per_kind=0 is the zero-cap edge's)"""
     _pin(student, reference)
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
-    position = {ex.id: i for i, ex in enumerate(train)}
-    expect_true(all(d.id in position for d in got), what, f"a demo id is not a training id: {got!r}")
-    idx = [position[d.id] for d in got]
-    expect_true(idx == sorted(set(idx)), what, f"demos not in training order (or repeated): {got!r}")
+    want = reference.bootstrap_demos(
+        _program(reference, pspec),
+        _train(reference, tspec),
+        random.Random(seed),
+        _params(reference, parspec),
+        max_per_kind=per_kind,
+    )
+    expect_equal(
+        [(d.id, d.kind, d.answer, d.correct) for d in got],
+        [(d.id, d.kind, d.answer, d.correct) for d in want],
+        what + "\n  (id, kind, answer, correct)",
+    )
+    # Each demo is a passing trace of a later training example than the demo before it (an example
+    # listed twice may give two demos).
+    rest = iter(train)
     for d in got:
-        ex = train[position[d.id]]
+        ex = next((ex for ex in rest if ex.id == d.id), None)
+        expect_true(ex is not None, what, f"{d!r}: no later training example has its id (order): {got!r}")
         expect_true(
             d.correct is True and d.answer == ex.answer and d.kind == ex.kind,
             what,
@@ -163,6 +188,7 @@ def test_keeps_only_passing_traces_within_the_cap_in_order(
 @pytest.mark.promise("bootstrap_demos.one_rollout_per_example")
 @given(seeds, train_specs, program_specs, param_specs, meter_specs, st.integers(0, 3), st.booleans())
 @example(1, [("A", 0)] * 5, ([], [], []), {"floor": 1.0, "cap": 1.0}, (2, 7), 1, False)
+@example(2, [("B", 3), 0, ("C", 1), 0], ([], [], []), None, (0, 0), 2, True)
 def test_one_rollout_per_training_example(
     student, lab, seed, tspec, pspec, parspec, mspec, per_kind, keep_all
 ):
@@ -176,7 +202,7 @@ def test_one_rollout_per_training_example(
 
 
 @pytest.mark.promise("bootstrap_demos.keep_all")
-@given(seeds, train_specs, program_specs, param_specs, st.integers(0, 3))
+@given(seeds, train_specs, program_specs, param_specs, st.integers(1, 3))
 @example(2, [("A", 0)] * 5 + [("D", 1)] * 2, ([], [], []), {"base": 0.5, "floor": 0.0, "cap": 1.0}, 2)
 def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspec, pspec, parspec, per_kind):
     """With keep_all the first max_per_kind examples of each kind are kept, failing ones with correct=False"""
@@ -198,7 +224,8 @@ def test_keep_all_keeps_the_first_examples_of_each_kind(student, lab, seed, tspe
 
 
 @pytest.mark.promise("bootstrap_demos.passing_within_cap")
-@given(seeds, train_specs, st.integers(0, 3))
+@given(seeds, train_specs, st.integers(1, 3))
+@example(5, [("A", 2), 0, ("D", 1), 0, 2], 3)
 def test_a_model_that_is_always_right(student, lab, seed, tspec, per_kind):
     """When every rollout passes, the demos are the first examples of each kind with their answers, and
     each rollout draws one random number"""

@@ -15,12 +15,12 @@ FILLERS = ("Solve", "the", "step", "now")
 gradients = st.lists(st.sampled_from(RULE_WORDS), min_size=1, max_size=4, unique=True).map(
     lambda ws: "consider naming: " + ", ".join(ws)
 )
-# A value: one or more words, maybe ending in "task." or in a '.' on its last word (a rule word too:
-# "Solve units." does not name "units", as its words are value.split()).
+# A value: one or more words, maybe ending in "task." (its '.' on a filler word: whether the rule words
+# ending in '.' are named is the edge promise fresh_word_is_whole_word's, drawn there).
 values = st.tuples(
     st.lists(st.sampled_from(RULE_WORDS + FILLERS), min_size=1, max_size=5),
-    st.sampled_from(("", "task.", ".")),
-).map(lambda t: " ".join(t[0] + [t[1]]) if t[1] == "task." else " ".join(t[0]) + t[1])
+    st.sampled_from(("", "task.")),
+).map(lambda t: " ".join(t[0] + [t[1]]) if t[1] else " ".join(t[0]))
 var_specs = st.tuples(values, st.booleans(), st.lists(gradients, max_size=4))
 graph_specs = st.lists(
     st.tuples(st.sampled_from(("parse", "answer", "plan", "check", "route")), var_specs),
@@ -55,8 +55,16 @@ def _pin(student, reference):
     expect_pinned(student, reference, "tg_step", (first,), (second,))
 
 
+def _words(value):
+    """A value's words, its periods left out: the value checks compare which words a step adds, and
+    leave how the '.' before the new word is handled to the trailing_period promise."""
+    return value.replace(".", "").split() if isinstance(value, str) else value
+
+
 def _state(graph):
-    return [(module, var.value, var.role, var.requires_grad, list(var.grads)) for module, var in graph]
+    return [
+        (module, _words(var.value), var.role, var.requires_grad, list(var.grads)) for module, var in graph
+    ]
 
 
 def _step(student, lab, spec):
@@ -78,13 +86,13 @@ def _top_fresh(value, grads):
 @pytest.mark.promise("tg_step.most_asked_word")
 @given(graph_specs)
 def test_matches_reference(student, lab, reference, spec):
-    """The modules returned and every variable after the step match the reference"""
+    """The modules returned and every variable after the step (its value's words) match the reference"""
     got, graph, what = _step(student, lab, spec)
     ref_graph = _graph(reference, spec)
     want = reference.tg_step(ref_graph)
     expect_equal(got, want, what)
     expect_equal(
-        _state(graph), _state(ref_graph), what + ": (module, value, role, requires_grad, grads) after"
+        _state(graph), _state(ref_graph), what + ": (module, value's words, role, requires_grad, grads) after"
     )
 
 
@@ -125,8 +133,8 @@ def test_frozen_variables_never_change(student, reference, lab, spec):
     [("answer", ("Solve the task.", True, ["consider naming: ties, abbrev", "consider naming: currency"]))]
 )
 def test_adds_the_most_asked_fresh_word(student, lab, spec):
-    """A variable that may change gets its most-asked word not yet in its value (ties alphabetical), its
-    trailing '.' stripped and one space before the word; the caller's TGVar objects change"""
+    """A variable that may change gets its most-asked word not yet in its value (ties alphabetical) after
+    its value; the caller's TGVar objects change"""
     graph = _graph(lab, spec)
     tgvars = [var for _, var in graph]
     what = f"tg_step(graph)\n  graph = {graph!r}"
@@ -134,7 +142,9 @@ def test_adds_the_most_asked_fresh_word(student, lab, spec):
     for (module, (value, grad, grads)), var in zip(spec, tgvars, strict=True):
         word = _top_fresh(value, grads) if grad else None
         want = value if word is None else value.rstrip(".") + " " + word
-        expect_equal(var.value, want, what + f": the value of {module!r} after the step")
+        expect_equal(
+            _words(var.value), _words(want), what + f": the words of {module!r}'s value after the step"
+        )
 
 
 @pytest.mark.promise("tg_step.returns_changed")
@@ -190,6 +200,37 @@ def test_a_word_with_a_period_is_not_the_word(student, lab, spec, word, filler, 
     spec = spec[:where] + [(module, (value, True, [f"consider naming: {word}"]))] + spec[where:]
     got, graph, what = _step(student, lab, spec)
     expect_equal(
-        dict(graph)[module].value, f"{filler} {word} {word}", what + f": the value of {module!r} after"
+        _words(dict(graph)[module].value),
+        [filler, word, word],
+        what + f": the words of {module!r}'s value after (periods left out)",
     )
     expect_true(module in got, what, f"{module!r} changed but is not listed: {got!r}")
+
+
+# Values with trailing periods (one or more, after a rule word or a filler) and inner ones (kept).
+PERIOD_VALUES = (
+    "Solve the task.",
+    "Solve.",
+    "Solve...",
+    "Solve units.",
+    "Solve e.g. this",
+    "Solve v1.2 now.",
+)
+
+
+@pytest.mark.promise("tg_step.trailing_period")
+@given(
+    graph_specs,
+    st.sampled_from(PERIOD_VALUES),
+    st.sampled_from(("dates", "ties", "abbrev")),
+    st.integers(0, 4),
+)
+@example([("parse", ("Solve", True, ["consider naming: units"]))], "Solve...", "dates", 1)
+@example([], "Solve e.g. this", "ties", 0)
+def test_the_trailing_period_goes(student, lab, spec, value, word, where):
+    """The new value is value.rstrip('.') + ' ' + word: every trailing '.' goes, one inside stays"""
+    module = "extra"
+    spec = spec[:where] + [(module, (value, True, [f"consider naming: {word}"]))] + spec[where:]
+    _, graph, what = _step(student, lab, spec)
+    want = value.rstrip(".") + " " + word
+    expect_equal(dict(graph)[module].value, want, what + f": the value of {module!r} after the step")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from grader.expect import call, expect_equal, expect_true
+from grader.expect import call, expect_equal, expect_form, expect_true
 
 pytestmark = pytest.mark.exercise(6)
 
@@ -24,6 +24,36 @@ def tables(levels=LEVELS, max_cand=6, max_inst=6):
             )
         )
     )
+
+
+# Value checks: negative scores too, and no instance whose best score is 0 (an instance where everyone
+# scores 0 is the all_zero_tie edge's, drawn there); no near-ties (the exact_comparison edge's).
+SIGNED = (-1.0, -0.5, 0.0, 0.0, 0.5, 1.0)
+
+
+def _no_zero_best(scores):
+    """The table with 0.25 for candidate 0 on every instance whose best score is 0."""
+    out = [list(row) for row in scores]
+    for i in range(len(out[0])):
+        if max(row[i] for row in out) == 0.0:
+            out[0][i] = 0.25
+    return out
+
+
+def signed_tables(max_cand=6, max_inst=6):
+    return tables(SIGNED, max_cand, max_inst).map(_no_zero_best)
+
+
+def _solo_table(n_cand, solos):
+    """n_cand candidates; candidate k of `solos` wins solos[k] instances alone, the others win nothing."""
+    n_inst = sum(solos.values())
+    rows = [[0.5] * n_inst for _ in range(n_cand)]
+    i = 0
+    for k, count in solos.items():
+        for _ in range(count):
+            rows[k][i] = 1.0
+            i += 1
+    return rows
 
 
 def winners(scores):
@@ -49,16 +79,23 @@ _WORKS: weakref.WeakSet = weakref.WeakSet()  # the students whose pareto_front p
 
 
 def _works(student, reference):
-    """A guard of the front properties below, which a fixed front, or an empty one, satisfies in part:
-    when every candidate wins an instance alone, every candidate survives (two and three of them; every
-    answer the docstring allows does). No tie, no removal: a mistake in the removal rule costs the
-    checks of the promise it breaks, not these."""
+    """A guard of the front properties below, which a fixed front, an empty one or every candidate
+    satisfies in part: when every candidate wins an instance alone, every candidate survives (two and
+    three of them), and a candidate that wins only instances another also wins goes (where no removal
+    order matters). A mistake in the removal order costs the checks of the promise it breaks, not these."""
     if student in _WORKS:
         return
     three = [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     for scores, want in (([[1.0, 0.0], [0.0, 1.0]], [0, 1]), (three, [0, 1, 2])):
         got, what = front_of(student, scores)
         expect_true(got == want, what, f"front {got}, but every candidate wins an instance alone")
+    # And one that every reading of the removal rule agrees on: candidate 0 wins only what 1 also wins.
+    for scores, want in (
+        ([[1.0, 0.5], [1.0, 0.7]], [1]),
+        ([[0.5, 0.5, 1.0], [1.0, 0.2, 1.0], [0.1, 0.6, -1.0]], [1, 2]),
+    ):
+        got, what = front_of(student, scores)
+        expect_true(got == want, what, f"front {got}, but candidate 0 wins nothing that another does not")
     _WORKS.add(student)
 
 
@@ -77,7 +114,7 @@ def _works_select(student):
 
 
 @pytest.mark.promise("_pareto.dominance")
-@given(tables())
+@given(signed_tables())
 def test_front_matches_reference(student, reference, scores):
     """pareto_front and _pareto give the reference's survivors and wins."""
     got, what = front_of(student, scores)
@@ -89,7 +126,7 @@ def test_front_matches_reference(student, reference, scores):
 
 
 @pytest.mark.promise("_pareto.dominance")
-@given(tables(levels=(0.0, 0.25, 0.5, 0.5 + 1e-12, 0.75, 1.0), max_cand=8, max_inst=8))
+@given(tables(levels=(-0.5, 0.0, 0.25, 0.5, 0.75, 1.0), max_cand=8, max_inst=8).map(_no_zero_best))
 def test_front_matches_reference_on_larger_tables(student, reference, scores):
     """pareto_front gives the reference's front on larger tables."""
     got, what = front_of(student, scores)
@@ -97,7 +134,7 @@ def test_front_matches_reference_on_larger_tables(student, reference, scores):
 
 
 @pytest.mark.promise("_pareto.wins")
-@given(tables())
+@given(signed_tables())
 def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
     """wins[i] is the set of candidates that reach the best score on instance i."""
     survivors, wins = student._pareto(scores)
@@ -106,7 +143,7 @@ def test_wins_are_the_candidates_reaching_the_best_score(student, scores):
 
 
 @pytest.mark.promise("pareto_front.survivors")
-@given(tables())
+@given(signed_tables())
 def test_pareto_front_lists_the_survivors(student, reference, scores):
     """pareto_front gives _pareto's survivors."""
     _works(student, reference)
@@ -117,6 +154,19 @@ def test_pareto_front_lists_the_survivors(student, reference, scores):
         what,
         f"the survivors {set(survivors)} of _pareto differ from pareto_front's {front}",
     )
+
+
+@pytest.mark.promise("pareto_front.sorted_list")
+@given(tables())
+@example([[0.5, 1.0], [1.0, 0.5], [1.0, 1.0], [0.0, 0.0]])
+@example(_solo_table(12, {2: 1, 9: 1, 11: 1}))
+def test_pareto_front_is_a_sorted_list(student, reference, scores):
+    """pareto_front returns a list of int candidate indices in increasing order."""
+    _works(student, reference)
+    got = student.pareto_front(scores)
+    what = call("pareto_front", scores)
+    expect_form(got, [0], what)
+    expect_true(got == sorted(got), what, f"got {got!r}, not in increasing order")
 
 
 @pytest.mark.promise("_pareto.one_at_a_time")
@@ -130,8 +180,9 @@ def test_front_is_never_empty(student, reference, scores):
 
 @pytest.mark.promise("_pareto.one_at_a_time")
 @given(tables())
-def test_every_best_score_is_kept(student, scores):
+def test_every_best_score_is_kept(student, reference, scores):
     """Every instance's best score is still reached by some survivor."""
+    _works(student, reference)
     got, what = front_of(student, scores)
     for i, w in enumerate(winners(scores)):
         expect_true(
@@ -152,7 +203,7 @@ def test_survivors_win_something(student, reference, scores):
 
 
 @pytest.mark.promise("_pareto.dominance")
-@given(tables())
+@given(signed_tables())
 def test_unique_winners_survive(student, reference, scores):
     """A candidate that is the only winner of some instance survives."""
     _works(student, reference)
@@ -163,7 +214,7 @@ def test_unique_winners_survive(student, reference, scores):
 
 
 @pytest.mark.promise("_pareto.dominance")
-@given(tables())
+@given(signed_tables())
 def test_no_survivor_is_dominated(student, reference, scores):
     """No survivor is dominated by the other survivors (removal stops only when none is left)."""
     _works(student, reference)
@@ -178,7 +229,7 @@ def test_no_survivor_is_dominated(student, reference, scores):
 
 
 @pytest.mark.promise("_pareto.dominance")
-@given(tables(), st.randoms(use_true_random=False))
+@given(signed_tables(), st.randoms(use_true_random=False))
 def test_instance_order_does_not_matter(student, reference, scores, shuffler):
     """Permuting the instances does not change the front."""
     _works(student, reference)
@@ -204,8 +255,29 @@ def test_a_tie_won_by_all_changes_nothing(student, reference, scores, where):
     expect_true(got2 == got, what2, f"front {got2}, but without the all-zero instance {what} gives {got}")
 
 
+@pytest.mark.promise("_pareto.all_zero_tie")
+@given(signed_tables(max_inst=4), st.lists(st.integers(0, 4), min_size=1, max_size=3))
+@example([[1.0, 0.5], [0.5, 1.0], [0.5, 0.5]], [2])
+@example([[-1.0], [-0.5]], [0, 1])
+def test_an_all_zero_instance_is_won_by_all(student, reference, scores, places):
+    """An instance on which every candidate scores 0 is won by every candidate (wins[i] holds them
+    all), and _pareto's survivors are the reference's."""
+    table = [list(row) for row in scores]
+    for p in places:
+        at = min(p, len(table[0]))
+        table = [row[:at] + [0.0] + row[at:] for row in table]
+    survivors, wins = student._pareto(table)
+    what = call("_pareto", table)
+    zero = [i for i in range(len(table[0])) if all(row[i] == 0.0 for row in table)]
+    everyone = set(range(len(table)))
+    expect_equal(
+        [set(wins[i]) for i in zero], [everyone for _ in zero], what + " (the wins of the all-zero instances)"
+    )
+    expect_equal(set(survivors), reference._pareto(table)[0], what + " (survivors, as a set)")
+
+
 @pytest.mark.promise("_pareto.dominance")
-@given(tables(levels=(0.0, 0.25, 0.5, 0.75, 1.0)), st.data())
+@given(tables(levels=(-1.0, 0.0, 0.25, 0.5, 0.75, 1.0)).map(_no_zero_best), st.data())
 def test_relabeling_maps_the_front_when_no_wins_are_all_shared(student, scores, data):
     """When every winner wins some instance alone, the front is all winners, under any relabeling."""
     n = len(scores)
@@ -325,7 +397,45 @@ def test_select_candidate_returns_survivors(student, reference, scores, seed):
         )
 
 
-@pytest.mark.promise("select_candidate.survivors_only")
+# Tables whose survivors share wins (ties, instances where all score 0) and win alone, with the win counts
+# of their survivors: weighting by the wins alone, by score, or drawing uniformly draws otherwise.
+WEIGHTED = [
+    # 0, 1, 2 each win one instance alone; 1 and 2 tie on ten more: counts 1, 11, 11.
+    (
+        [[1.0, 0.0, 0.0] + [0.0] * 10, [0.0, 1.0, 0.0] + [0.5] * 10, [0.0, 0.0, 1.0] + [0.5] * 10],
+        {0: 1, 1: 11, 2: 11},
+    ),
+]
+
+
+def _draws(student, scores, seed, n):
+    rng, seen = random.Random(seed), {}
+    for _ in range(n):
+        k = student.select_candidate(scores, rng)
+        seen[k] = seen.get(k, 0) + 1
+    return seen
+
+
+@pytest.mark.promise("select_candidate.weights")
+@pytest.mark.parametrize("case", range(len(WEIGHTED)), ids=["shared-ties"])
+def test_select_candidate_draws_by_win_counts(student, case):
+    """Each survivor is drawn with a probability proportional to the instances it wins, shared ones
+    and ties where everyone scores 0 included."""
+    scores, count = WEIGHTED[case]
+    n, total = 150, sum(count.values())
+    seen = _draws(student, scores, 1000 + case, n)
+    what = call("select_candidate", scores, "rng") + f" drawn {n} times"
+    expect_true(set(seen) <= set(count), what, f"drew {sorted(seen)}, but the front is {sorted(count)}")
+    for k in count:
+        p, freq = count[k] / total, seen.get(k, 0) / n
+        expect_true(
+            abs(freq - p) <= 4.5 * (p * (1 - p) / n) ** 0.5,
+            what,
+            f"candidate {k} came {seen.get(k, 0)} times ({freq:.3f}); its wins: {count[k]} of {total}",
+        )
+
+
+@pytest.mark.promise("select_candidate.weights")
 def test_select_candidate_weights_are_win_counts(student):
     """select_candidate picks each survivor with probability proportional to the instances it wins."""
     # Instances 0-7: candidate 0 alone; 8: candidate 1 alone; 9: candidate 2 alone; 10-13: everyone scores 0.
@@ -365,8 +475,10 @@ def test_select_candidate_weights_are_win_counts(student):
         [[1.0, 0.0], [1.0 - 1e-12, 1.0]],
         [[0.5, 0.5], [0.5 + 1e-12, 0.0], [0.0, 0.5 - 1e-15]],
         [[0.3, 1e-12], [0.3 + 1e-13, 0.0], [0.0, 0.0]],
+        [[0.7, 0.2], [0.7 - 1e-10, 0.9], [-0.5, 0.9 + 1e-10]],
+        [[-0.25, 1.0], [-0.25 - 1e-10, 0.0], [-1.0, 1.0 - 1e-13]],
     ],
-    ids=["near-tie-below", "near-tie-above", "near-zero"],
+    ids=["near-tie-below", "near-tie-above", "near-zero", "1e-10-apart", "negative-1e-10-apart"],
 )
 def test_scores_are_compared_exactly(student, reference, scores):
     """Scores are compared exactly: a score 1e-12 below the best does not reach it."""
@@ -375,18 +487,6 @@ def test_scores_are_compared_exactly(student, reference, scores):
     what = call("_pareto", scores)
     expect_equal([set(w) for w in wins], want_wins, what + " (wins, as sets)")
     expect_equal(set(survivors), want_survivors, what + " (survivors, as a set)")
-
-
-def _solo_table(n_cand, solos):
-    """n_cand candidates; candidate k of `solos` wins solos[k] instances alone, the others win nothing."""
-    n_inst = sum(solos.values())
-    rows = [[0.5] * n_inst for _ in range(n_cand)]
-    i = 0
-    for k, count in solos.items():
-        for _ in range(count):
-            rows[k][i] = 1.0
-            i += 1
-    return rows
 
 
 @pytest.mark.promise("select_candidate.draw")

@@ -18,13 +18,17 @@ pytestmark = pytest.mark.exercise(3)
 STATS = [[1.0, 2], [0.0, 1], [2.0, 3], [1.0, 1]]
 
 
-def _check(student, stats, seed, want, next_random, **kw):
-    """ucb_choice(stats, random.Random(seed), **kw) == want, and the rng's next random() afterwards."""
+def _check(student, stats, seed, want, next_random=None, **kw):
+    """ucb_choice(stats, random.Random(seed), **kw) == want, and (where given) the rng's next random()
+    afterwards: which draws were made."""
     extra = "".join(f", {k}={v!r}" for k, v in kw.items())
     what = f"ucb_choice({stats!r}, random.Random({seed}){extra})"
     rng = random.Random(seed)
     expect_equal(student.ucb_choice([list(s) for s in stats], rng, **kw), want, what)
-    expect_equal(rng.random(), next_random, what + ": rng.random() after the call (which draws were made)")
+    if next_random is not None:
+        expect_equal(
+            rng.random(), next_random, what + ": rng.random() after the call (which draws were made)"
+        )
 
 
 @pytest.mark.promise("ucb_choice.surrogate_off")
@@ -37,19 +41,24 @@ def test_surrogate_off_picks_uniformly(student):
 def test_best_mean_plus_bonus(student):
     """explore=0.0 never explores: option 3 (mean 1.0 + 0.5 / sqrt(2)) wins. random.Random(1).random()
     is 0.134, below the default 0.25, but with explore=0.0 no uniform pick happens."""
-    _check(student, STATS, 1, 3, 0.2550690257394217, explore=0.0)
+    _check(student, STATS, 1, 3, explore=0.0)
     # random.Random(0).random() is 0.844 >= 0.25: no exploration with the default either
-    _check(student, STATS, 0, 3, 0.04048437818077755)
-    # an untried option scores 1.0: option 1 beats option 0 (mean 0.5 + 0.5 / sqrt(3) = 0.789)
-    _check(student, [[1.0, 2], [0.0, 0], [0.0, 3]], 0, 1, 0.04048437818077755, explore=0.0)
+    _check(student, STATS, 0, 3)
+
+
+@pytest.mark.promise("ucb_choice.untried_option")
+def test_an_untried_option_scores_one(student):
+    """An untried option has mean 0.5, so it scores 0.5 + 0.5 / sqrt(1) = 1.0: option 1 beats option 0
+    (mean 0.5 + 0.5 / sqrt(3) = 0.789)."""
+    _check(student, [[1.0, 2], [0.0, 0], [0.0, 3]], 0, 1, explore=0.0)
 
 
 @pytest.mark.promise("ucb_choice.score")
 def test_the_bonus_shrinks_with_pulls(student):
     """0.5 / sqrt(pulls + 1): option 0 (mean 0.75, 3 pulls) scores 0.75 + 0.25 = 1.0; option 1 (1 pull)
     scores its mean + 0.354, so it wins with mean 0.67 (1.024) and loses with mean 0.6 (0.954)."""
-    _check(student, [[2.25, 3], [0.67, 1]], 0, 1, 0.04048437818077755, explore=0.0)
-    _check(student, [[2.25, 3], [0.6, 1]], 0, 0, 0.04048437818077755, explore=0.0)
+    _check(student, [[2.25, 3], [0.67, 1]], 0, 1, explore=0.0)
+    _check(student, [[2.25, 3], [0.6, 1]], 0, 0, explore=0.0)
 
 
 @pytest.mark.promise("ucb_choice.explore")

@@ -14,6 +14,17 @@ pytestmark = pytest.mark.exercise(4)
 HEADER = "Here are earlier instructions and their scores. Write a new instruction that scores higher."
 
 
+def _pairs(prompt):
+    """The (text, score) pairs a prompt shows, read leniently: each "text: " line with the "score: " line
+    right after it (blank lines skipped), whatever the layout around them."""
+    lines = [line for line in str(prompt).split("\n") if line.strip()]
+    return [
+        (a[len("text: ") :], float(b[len("score: ") :]))
+        for a, b in zip(lines, lines[1:], strict=False)
+        if a.startswith("text: ") and b.startswith("score: ")
+    ]
+
+
 @pytest.mark.promise("opro_prompt.format")
 def test_prompt_lists_instructions_ascending(student):
     """Three instructions, sorted by score; 0.456 is shown as 0.46, 0.5 as 0.50, 0.8125 as 0.81 (and two
@@ -40,10 +51,31 @@ def test_prompt_lists_instructions_ascending(student):
 
 @pytest.mark.promise("opro_prompt.top_k")
 def test_prompt_keeps_only_the_top_k(student):
-    """k=3 of eight: the three best (0.70, 0.80, 0.90), best last."""
+    """k=3 of eight: the three best pairs are shown, ("d", 0.70), ("g", 0.80) and ("b", 0.90) (in any
+    order and layout for this check)."""
     history = [("a", 0.1), ("b", 0.9), ("c", 0.3), ("d", 0.7), ("e", 0.5), ("f", 0.2), ("g", 0.8), ("h", 0.4)]
-    want = "\n".join([HEADER, "text: d", "score: 0.70", "text: g", "score: 0.80", "text: b", "score: 0.90"])
-    expect_equal(student.opro_prompt(history, k=3), want, call("opro_prompt", history, k=3))
+    prompt = student.opro_prompt(history, k=3)
+    expect_close(
+        sorted(_pairs(prompt)),
+        [("b", 0.9), ("d", 0.7), ("g", 0.8)],
+        call("opro_prompt", history, k=3) + f": the pairs shown\n  prompt: {prompt!r}",
+        rel=0,
+        abs=0.0051,
+    )
+
+
+@pytest.mark.promise("opro_prompt.ascending")
+def test_prompt_lists_the_best_last(student):
+    """Four pairs shown in ascending order of score: 0.10, 0.30, 0.70, 0.90 (the best last)."""
+    history = [("a", 0.1), ("b", 0.9), ("c", 0.3), ("d", 0.7)]
+    prompt = student.opro_prompt(history)
+    expect_close(
+        [score for _, score in _pairs(prompt)],
+        [0.1, 0.3, 0.7, 0.9],
+        call("opro_prompt", history) + f": the scores shown, in order\n  prompt: {prompt!r}",
+        rel=0,
+        abs=0.0051,
+    )
 
 
 @pytest.mark.promise("opro_prompt.stable_ties")
@@ -51,16 +83,19 @@ def test_prompt_equal_scores_keep_history_order(student):
     """A stable ascending sort, then the last k: of the three 0.5s, 'first' comes before 'third' and
     'fourth' (as in the history), and 'second' (0.25) is cut."""
     history = [("first", 0.5), ("second", 0.25), ("third", 0.5), ("fourth", 0.5)]
-    want = "\n".join(
-        [HEADER, "text: first", "score: 0.50", "text: third", "score: 0.50", "text: fourth", "score: 0.50"]
+    prompt = student.opro_prompt(history, k=3)
+    expect_equal(
+        [text for text, _ in _pairs(prompt)],
+        ["first", "third", "fourth"],
+        call("opro_prompt", history, k=3) + f": the texts shown, in order\n  prompt: {prompt!r}",
     )
-    expect_equal(student.opro_prompt(history, k=3), want, call("opro_prompt", history, k=3))
 
 
 @pytest.mark.promise("opro_prompt.empty_history")
 def test_prompt_of_an_empty_history_is_the_header(student):
     """No history: only the header line."""
-    expect_equal(student.opro_prompt([]), HEADER, call("opro_prompt", []))
+    got = student.opro_prompt([])
+    expect_equal(got.strip() if isinstance(got, str) else got, HEADER, call("opro_prompt", []))
 
 
 @pytest.mark.promise("parse_opro_prompt.pairs")

@@ -26,12 +26,12 @@ def _step(student, graph):
 
 @pytest.mark.promise("tg_step.most_asked_word")
 def test_adds_the_most_asked_word(student, lab):
-    """'units' is asked for twice (across both gradients), 'dates' once: 'units' is added, the trailing
-    '.' goes; in the answer module 'abbrev' and 'ties' are tied and 'abbrev' comes first."""
+    """'units' is asked for twice (across both gradients), 'dates' once: 'units' is added after one space;
+    in the answer module 'abbrev' and 'ties' are tied and 'abbrev' comes first."""
     parse = lab.TGVar(
-        "Solve the task.", "parse", True, ["consider naming: dates, units", "consider naming: units"]
+        "Solve the task", "parse", True, ["consider naming: dates, units", "consider naming: units"]
     )
-    answer = lab.TGVar("Solve the task.", "answer", True, ["consider naming: ties, abbrev"])
+    answer = lab.TGVar("Solve the task", "answer", True, ["consider naming: ties, abbrev"])
     graph = [("parse", parse), ("answer", answer)]
     got, what = _step(student, graph)
     expect_equal(got, ["parse", "answer"], what)
@@ -46,12 +46,12 @@ def test_adds_the_most_asked_word(student, lab):
 
 @pytest.mark.promise("tg_step.most_asked_word")
 def test_skips_words_already_in_the_value(student, lab):
-    """'currency' is asked most but already named, so 'ties' is added; 'Solve.' becomes 'Solve units'.
+    """'currency' is asked most but already named, so 'ties' is added; 'Solve' becomes 'Solve units'.
     The result follows the graph's order (answer first here)."""
     answer = lab.TGVar(
         "Solve currency", "answer", True, ["consider naming: currency, ties", "consider naming: currency"]
     )
-    parse = lab.TGVar("Solve.", "parse", True, ["consider naming: units"])
+    parse = lab.TGVar("Solve", "parse", True, ["consider naming: units"])
     graph = [("answer", answer), ("parse", parse)]
     got, what = _step(student, graph)
     expect_equal(got, ["answer", "parse"], what)
@@ -96,7 +96,7 @@ def test_counts_across_all_gradients(student, lab):
         (
             "answer",
             lab.TGVar(
-                "Solve the task.",
+                "Solve the task",
                 "answer",
                 True,
                 [
@@ -113,4 +113,21 @@ def test_counts_across_all_gradients(student, lab):
         _state(graph),
         [("parse", "Solve units", []), ("answer", "Solve the task abbrev", [])],
         what + ": (module, value, grads) after the step",
+    )
+
+
+@pytest.mark.promise("tg_step.trailing_period")
+def test_the_trailing_period_goes(student, lab):
+    """Every trailing '.' of the value goes before the word is added ('Solve the task.' becomes 'Solve
+    the task units', 'Solve...' becomes 'Solve dates'); a '.' inside the value stays."""
+    graph = [
+        ("parse", lab.TGVar("Solve the task.", "parse", True, ["consider naming: units"])),
+        ("answer", lab.TGVar("Solve...", "answer", True, ["consider naming: dates"])),
+        ("plan", lab.TGVar("Solve e.g. this", "plan", True, ["consider naming: ties"])),
+    ]
+    got, what = _step(student, graph)
+    expect_equal(
+        [var.value for _, var in graph],
+        ["Solve the task units", "Solve dates", "Solve e.g. this ties"],
+        what + ": the values after the step",
     )
