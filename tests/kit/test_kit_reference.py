@@ -1,6 +1,6 @@
 """The reference is the seed restored: the demo prints the golden output of the running Python version,
-and the three deliberate changes (degenerate input to gepa, a missing locked file, exact_kl's tiny and zero
-q_i) behave as documented (docs/reference.md)."""
+and the four deliberate changes (degenerate input to gepa, a missing locked file, exact_kl's tiny and zero
+q_i, ucb_choice's ties in any order of the options) behave as documented (docs/reference.md)."""
 
 from __future__ import annotations
 
