@@ -91,3 +91,13 @@ def test_the_seeds_checks_hold(ref):
     assert ref._pareto([[1, 1, 0], [1, 1, 0], [0, 0, 1]])[0] == {1, 2}  # lowest index first, then rescan
     api_only = [ref.cheapest(ref.CostInputs(calls=n, can_finetune=False))[0] for n in (5_000, 5_000_000)]
     assert set(api_only) <= {"none", "prompt"}
+
+
+def test_ucb_choice_ties_every_option_within_1e_12_of_the_best_in_any_order(ref):
+    """docs/reference.md, change 4: scores 1, 1 + 0.8e-12, 1 + 1.6e-12 tie the last two, in either order
+    of the options (the seed's running best tied the last option alone in this order)."""
+    stats = [(2.25 + k * 2.4e-12, 3) for k in range(3)]  # scores tot / 3 + 0.5 / sqrt(4)
+    picks = {ref.ucb_choice(stats, random.Random(seed), explore=0.0) for seed in range(40)}
+    assert picks == {1, 2}
+    picks = {ref.ucb_choice(stats[::-1], random.Random(seed), explore=0.0) for seed in range(40)}
+    assert picks == {0, 1}
