@@ -297,7 +297,9 @@ class TrivialCheck:
         return [
             f"the trivial answer '{best.variant}' earns {100 * best.share:.1f}% "
             f"(> {100 * MAX_SHARE:g}%): {points_text(best.earned)} of {points_text(best.points)} points, "
-            f"by passing {len(best.passed)} of {best.tests} checks"
+            f"by passing {len(best.passed)} of {best.tests} checks: make those checks fail it (begin each "
+            "with grader.expect.expect_pinned on two inputs whose answers differ, or file a check that "
+            "doing nothing passes under an edge promise, which earns only where the function computes)"
         ]
 
 

@@ -147,3 +147,15 @@ def test_the_answers_that_know_the_types_read_only_types_and_arguments() -> None
     assert {"argument-copy", "everything", "first-option", "empty", "uniform", "first-argument"} <= set(
         VARIANTS
     )
+
+
+def test_a_trivial_answer_over_the_bar_is_named_with_what_to_do() -> None:
+    """Issue 34: validate said what was wrong ("earns 33.5%"), not what to do."""
+    from grader.manifest import Exercise
+    from grader.trivial import TrivialCheck, VariantOutcome
+
+    exercise = Exercise(8, "softmax", "p", ("softmax",), 3, "after_published", "property")
+    outcome = VariantOutcome("first-argument", ("a", "b"), 6, 1.0, 3.0)
+    [problem] = TrivialCheck(exercise, (outcome,), 1.0).problems
+    assert problem.startswith("the trivial answer 'first-argument' earns 33.3% (> 2%): 1 of 3 points")
+    assert "expect_pinned on two inputs whose answers differ" in problem and "edge promise" in problem
