@@ -146,14 +146,21 @@ def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, whi
 
 
 @pytest.mark.promise("autoresearch.guard_off")
-def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, lab):
-    """With the guard off, the sneaky proposer can push the reported loss below the true loss."""
+def test_without_the_guard_the_reported_loss_drops_below_the_true_loss(student, reference, lab):
+    """With the guard off, the sneaky proposer can push the reported loss below the true loss, as far as
+    the reference's run does."""
     for s in range(3):
         result = student.autoresearch(60, random.Random(s), lab.sneaky_proposer, guard=False)
+        what = run_text(60, s, "sneaky", False)
         expect_true(
             result.reported < result.true - 0.1,
-            f"{run_text(60, s, 'sneaky', False)}: reported loss should be well below the true loss",
+            f"{what}: reported loss should be well below the true loss",
             f"reported {result.reported!r}, true {result.true!r}",
+        )
+        want = reference.autoresearch(60, random.Random(s), reference.sneaky_proposer, guard=False)
+        got = (result.reported, result.true)
+        expect_close(
+            got, (want.reported, want.true), f"(reported, true) loss of {what}", rel=1e-12, abs=1e-12
         )
 
 
