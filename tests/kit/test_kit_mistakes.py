@@ -86,6 +86,17 @@ def test_every_entry_of_the_corpus_loads() -> None:
     assert problems == [], "\n".join(problems)
 
 
+def test_every_entry_of_the_held_out_batches_loads() -> None:
+    """The batches written blind (tests/kit/mistakes/held-out-*/, graded with scripts/mistakes.py
+    --corpus, not here) still apply to the reference as it is."""
+    folders = sorted(p for p in (KIT / CORPUS).glob("held-out-*") if p.is_dir())
+    assert folders
+    for folder in folders:
+        mistakes, problems = read_kit_corpus(KIT, folder)
+        assert problems == [], "\n".join(problems)
+        assert len(mistakes) >= 40, folder
+
+
 def test_every_mistake_costs_points_on_its_own_exercise_and_on_no_other(kit_reach) -> None:
     mistakes, _ = read_kit_corpus(KIT)
     failures = corpus_failures(grade_corpus(KIT, mistakes, JOBS, reached=kit_reach))
