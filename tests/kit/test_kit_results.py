@@ -329,3 +329,23 @@ def test_the_worker_echo_shows_escapes_without_obeying_them(tmp_path: Path) -> N
     assert controls(run.stdout + run.stderr) == []
     assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in run.stdout  # seen
     assert run.stdout.count("control characters and escape sequences") <= 2  # said once per worker
+
+
+def test_the_execution_time_students_see_ends_with_the_visible_run(tmp_path: Path, monkeypatch) -> None:
+    """Issue 33, found by the blind attacks: `execution_time` counted the hidden run's wall time too (30 s
+    against 5 s for two submissions with equal visible pages: a bit of the hidden outcome at once). It
+    ends where the visible run ended: here an hour passes once both runs are over (the clock moved on by
+    hand), and the field does not see it."""
+    import time
+
+    real_run, real_clock = grader.grading._run, time.monotonic
+
+    def then_an_hour(*args, **kwargs):
+        runs = real_run(*args, **kwargs)
+        monkeypatch.setattr(time, "monotonic", lambda: real_clock() + 3600.0)
+        return runs
+
+    monkeypatch.setattr(grader.grading, "_run", then_an_hour)
+    graded = grader.grading.grade(KIT, KIT / REFERENCE, tmp_path / "results.json", exercises=[8])
+    assert graded.document["score"] == kit_manifest(KIT).by_id(8).points
+    assert graded.document["execution_time"] < 3600
