@@ -388,7 +388,8 @@ def test_an_export_is_graded_with_its_names_and_resumed(tmp_path: Path) -> None:
         for label, exercise in (("8 softmax", 8), ("12 group advantages", 12))
         for suite, points in zip(("visible", "hidden"), entry_points(exercise), strict=True)
     )
-    preview = f"submission_102: 0 -> 7 (+7): {entries}"  # which entries, from the results.json it replaced
+    # who (issue 34: the preview named rows by file alone), and which entries (from the replaced results.json)
+    preview = f"submission_102 (Ben Bit; Cy D'Arc): 0 -> 7 (+7): {entries}"
     assert f"1 grade change against {grades}:\n  {preview}\n" in out  # printed before it is replaced
     assert (
         "grades-results" not in preview
