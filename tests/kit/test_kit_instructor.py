@@ -249,14 +249,14 @@ def kit_command(root: Path, *args: str, capsys: pytest.CaptureFixture) -> tuple[
     return code, said.out + said.err
 
 
-def test_readmes_new_exercise_builds_validates_and_lints_and_each_step_names_the_next(
+def test_readmes_new_exercise_builds_validates_packages_and_each_step_names_the_next(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """After README's steps 1-3, `grader build` crashed (IndexError in scoring), the example's `part`
     differed from the manifest's and was taken silently, and its test failed the kit's own lint."""
     reference, manifest, promises, test = readme_blocks()
     root = tmp_path / "kit"
-    for part in ("grader", "solutions", "student", "tests"):
+    for part in ("grader", "solutions", "student", "tests", "scripts"):
         shutil.copytree(KIT / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "kit"))
     shutil.copy2(KIT / "pyproject.toml", root)
     with open(root / "solutions" / "optimization_toolkit.py", "a", encoding="utf-8") as lab:
@@ -280,6 +280,12 @@ def test_readmes_new_exercise_builds_validates_and_lints_and_each_step_names_the
     code, said = kit_command(root, "validate", "--exercise", "21", capsys=capsys)
     assert code == 0, said
     assert "21 reward clipping" in said and "1 of 1 exercises ok" in said
+    code, said = kit_command(root, "package", "-o", str(tmp_path / "dist"), capsys=capsys)  # step 7
+    assert code == 0, said
+    with zipfile.ZipFile(tmp_path / "dist" / "student-handout.zip") as handout:
+        assert any(name.endswith("tests/visible/test_ex21_clip.py") for name in handout.namelist())
+        stub = next(name for name in handout.namelist() if name.endswith("/optimization_toolkit.py"))
+        assert "def clip_reward(r, lo=-1.0, hi=1.0):" in handout.read(stub).decode()
 
 
 def test_a_part_spelt_anew_under_an_existing_number_is_one_line(tmp_path: Path) -> None:
