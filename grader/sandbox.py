@@ -457,7 +457,8 @@ class Sandbox:
     def _reap(self, process: subprocess.Popen, timeout: float, killed: bool = False) -> int | None:
         """`process`'s exit code once it has ended (waiting at most `timeout` s), else None; its CPU time
         (its rusage, read as it is reaped) is charged to this sandbox (`killed`: by the grader)."""
-        if process.returncode is not None or not hasattr(os, "wait4"):
+        # os.wait4 builds its rusage with the resource module: without it (not POSIX), no CPU to read
+        if process.returncode is not None or not hasattr(os, "wait4") or not SANDBOX_AVAILABLE:
             try:
                 return process.wait(timeout=timeout) if timeout else process.poll()
             except subprocess.TimeoutExpired:
