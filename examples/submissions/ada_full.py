@@ -1125,8 +1125,11 @@ def on_policy_distill_grad(student, teacher, samples, weights=None):
 
 def exact_kl(p, q):
     """KL(p || q) for two probability lists."""
-    # terms with p = 0 contribute nothing (0 log 0 = 0)
-    return math.fsum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0)
+    # terms with p = 0 contribute nothing (0 log 0 = 0); q = 0 under p > 0 makes it infinite
+    if any(pi > 0 and qi == 0 for pi, qi in zip(p, q)):
+        return math.inf
+    # log p - log q, not log(p / q): the quotient overflows for a tiny q
+    return math.fsum(pi * (math.log(pi) - math.log(qi)) for pi, qi in zip(p, q) if pi > 0)
 
 
 def exact_reverse_kl(student, teacher):
