@@ -1,11 +1,20 @@
 """Build each attack's optimization_toolkit.py: a base module (the reference or the stub, from the kit
-given) + the helpers (fp.py, visible_fps.py) + the attack's tail.py. Run: python3 build.py --kit KIT"""
+given) + the helpers (fp.py, visible_fps.py) + the attack's tail.py, whose `# include: NAME` lines stand for
+_lib/NAME (a channel's code shared by its sender and receiver). Run: python3 build.py --kit KIT"""
 import argparse
 import json
 import pathlib
 
 here = pathlib.Path(__file__).resolve().parent
 attacks = here.parent
+
+def expanded(tail: str) -> str:
+    """`tail` with each `# include: NAME` line replaced by the text of _lib/NAME."""
+    return "".join(
+        (here / line.split(":", 1)[1].strip()).read_text() if line.startswith("# include:") else line
+        for line in tail.splitlines(keepends=True)
+    )
+
 
 def build(kit: pathlib.Path) -> None:
     for folder in sorted(p for p in attacks.iterdir() if (p / "attack.json").is_file()):
@@ -18,7 +27,7 @@ def build(kit: pathlib.Path) -> None:
             parts = [source, (here / "fp.py").read_text(), (here / "visible_fps.py").read_text()]
             tail = folder / tail_name
             if tail.is_file():
-                parts.append(tail.read_text())
+                parts.append(expanded(tail.read_text()))
             out = folder / (f"submission{('-' + variant) if variant else ''}") / "optimization_toolkit.py"
             out.parent.mkdir(exist_ok=True)
             out.write_text("\n\n".join(parts))
