@@ -298,6 +298,7 @@ def _validate_trivial(root: Path, exercises: Sequence[int] | None) -> set[str]:
         root,
         manifest.exercises,
         progress=lambda c: print("\n".join(report_rows([c], header=False)), flush=True),
+        jobs=len(os.sched_getaffinity(0)),
     )
     print(f"{PROG}: trivial answers of {len(checks)} exercises graded in {time.monotonic() - started:.0f} s")
     for check in checks:

@@ -17,22 +17,27 @@ which zeroes whatever argument the reference would have changed (a gradient tabl
 written by hand per exercise: the reference's own answers on the suites' own inputs give every shape.
 
 The variants run in-process (`--worker inprocess`, one pytest session each, only the exercise's test
-files), which keeps the whole check to a minute or two; `grader validate --exercise N` checks only N.
+files; as many exercises at once as there are CPUs, each in a process of its own), which keeps the
+whole check to a minute or two; `grader validate --exercise N` checks only N.
 A variant's share is of the exercise's points as grading scores its checks (grader.scoring: by promise,
 error checks gated), not of its number of checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
+import multiprocessing
+import os
 import random
 import sys
 import tempfile
 import time
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,40 +313,63 @@ def check_trivial(
     exercises: Sequence[Exercise],
     variants: Sequence[str] = tuple(VARIANTS),
     progress: Callable[[TrivialCheck], None] | None = None,
+    jobs: int = 1,
 ) -> list[TrivialCheck]:
-    """Grade every trivial variant of each of `exercises` (both suites, in this process); `progress` is
-    told of each exercise as it is done."""
-    source = (root / REFERENCE).read_text(encoding="utf-8")
-    tests = _tests_by_exercise(root)
-    promises = inventory_promises(load_inventory(root))
+    """Grade every trivial variant of each of `exercises` (both suites, in-process); `progress` is told
+    of each exercise as it is done, in the order given. With `jobs` > 1, exercises are graded that many
+    at a time, each in a fresh process of its own (pytest sessions run in-process cannot share one)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="optlab-trivial-") as scratch:
-        # The control: the same path with nothing replaced must pass everything, or a 0% proves nothing.
-        control = Path(scratch) / "control" / REFERENCE.name
-        control.parent.mkdir()
-        control.write_text(variant_source(source, [], "none"), encoding="utf-8")
-        ids = [e.id for e in exercises]
-        for exercise_id, passed in passed_checks(root, control, ids).items():
-            if len(passed) != len(tests[exercise_id]):
-                missed = sorted({t["nodeid"] for t in tests[exercise_id]} - set(passed))
-                raise KitError(f"trivial answers: the unchanged reference fails {missed[0]} in-process")
-        for exercise in exercises:
-            started = time.monotonic()
-            outcomes = []
-            for variant in variants:
-                module = Path(scratch) / f"ex{exercise.id}-{variant}" / REFERENCE.name
-                module.parent.mkdir()
-                module.write_text(variant_source(source, exercise.functions, variant), encoding="utf-8")
-                passed = passed_checks(root, module, [exercise.id])[exercise.id]
-                earned = earned_points(exercise, tests[exercise.id], passed, promises)
-                count = len(tests[exercise.id])
-                outcomes.append(VariantOutcome(variant, passed, count, earned, exercise.points))
-            properties = {t["nodeid"]: t["property"] for t in tests[exercise.id]}
-            check = TrivialCheck(exercise, tuple(outcomes), time.monotonic() - started, properties)
-            if progress:
-                progress(check)
-            out.append(check)
+        _check_control(root, [e.id for e in exercises], Path(scratch))
+        tasks = [(root, exercise, tuple(variants), Path(scratch)) for exercise in exercises]
+        with _pool(jobs) as pool:
+            for check in pool.map(_check_exercise, tasks) if pool else map(_check_exercise, tasks):
+                if progress:
+                    progress(check)
+                out.append(check)
     return out
+
+
+def _pool(jobs: int) -> contextlib.AbstractContextManager[ProcessPoolExecutor | None]:
+    if jobs <= 1:
+        return contextlib.nullcontext()
+    # spawn: a fresh interpreter, never a fork of a process that may hold a pytest session's state
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _check_control(root: Path, ids: Sequence[int], scratch: Path) -> None:
+    """The control: the same path with nothing replaced must pass everything, or a 0% proves nothing."""
+    tests = _tests_by_exercise(root)
+    control = scratch / "control" / REFERENCE.name
+    control.parent.mkdir()
+    control.write_text(variant_source(_reference_source(root), [], "none"), encoding="utf-8")
+    for exercise_id, passed in passed_checks(root, control, ids).items():
+        if len(passed) != len(tests[exercise_id]):
+            missed = sorted({t["nodeid"] for t in tests[exercise_id]} - set(passed))
+            raise KitError(f"trivial answers: the unchanged reference fails {missed[0]} in-process")
+
+
+def _check_exercise(task: tuple[Path, Exercise, tuple[str, ...], Path]) -> TrivialCheck:
+    """Every variant of one exercise, graded (a task of check_trivial: its arguments in one tuple)."""
+    root, exercise, variants, scratch = task
+    started = time.monotonic()
+    tests = _tests_by_exercise(root)[exercise.id]
+    promises = inventory_promises(load_inventory(root))
+    source = _reference_source(root)
+    outcomes = []
+    for variant in variants:
+        module = scratch / f"ex{exercise.id}-{variant}" / REFERENCE.name
+        module.parent.mkdir()
+        module.write_text(variant_source(source, exercise.functions, variant), encoding="utf-8")
+        passed = passed_checks(root, module, [exercise.id])[exercise.id]
+        earned = earned_points(exercise, tests, passed, promises)
+        outcomes.append(VariantOutcome(variant, passed, len(tests), earned, exercise.points))
+    properties = {t["nodeid"]: t["property"] for t in tests}
+    return TrivialCheck(exercise, tuple(outcomes), time.monotonic() - started, properties)
+
+
+def _reference_source(root: Path) -> str:
+    return (root / REFERENCE).read_text(encoding="utf-8")
 
 
 def passed_checks(root: Path, module: Path, exercises: Sequence[int]) -> dict[int, tuple[str, ...]]:
@@ -431,7 +459,6 @@ def _run(root: Path, paths: Sequence[str], module: Path) -> tuple[set[str], set[
 
 def _quietly(run: Callable[[], Any]) -> Any:
     """Run with stdout silenced (pytest's own report of a trivial variant is noise here)."""
-    import contextlib
     import io
 
     with contextlib.redirect_stdout(io.StringIO()):
@@ -464,7 +491,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [e for e in manifest.exercises if not ids or e.id in ids]
     print(report_rows([])[0], flush=True)
     checks = check_trivial(
-        root, chosen, progress=lambda c: print("\n".join(report_rows([c], False)), flush=True)
+        root,
+        chosen,
+        progress=lambda c: print("\n".join(report_rows([c], False)), flush=True),
+        jobs=len(os.sched_getaffinity(0)),
     )
     return 1 if any(c.problems for c in checks) else 0
 
