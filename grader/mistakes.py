@@ -8,7 +8,9 @@ checks' calls recorded on the reference, `--record-calls`; what runs where, grad
 `submission_runs`). A check that calls nothing running the edited function sees exactly the reference's
 answers, so it cannot lose points; the one way around this, a mistake that changes module state other
 functions read (a global), is graded on every exercise when its edit names such state
-(`touches_module_state`), and `scope="all"` grades every mistake so.
+(`touches_module_state`), and `scope="all"` grades every mistake so. Mistakes whose exercises do not
+meet are graded together, one submission carrying their edits (`grade_corpus`); one that fails so is
+graded again alone.
 
 A mistake has a label: "core" (it breaks its function's main result) or "edge" (a slip of form, one
 edge case, a boundary), given in its entry or derived from its promise's kind (value: core, any other:
@@ -32,11 +34,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from grader.layout import MODULE_FILE, REFERENCE
-from grader.manifest import Manifest
+from grader.layout import MODULE_FILE, REFERENCE, SUITES
+from grader.manifest import Budget, Manifest
 from grader.reference import Reference, parse_reference
+
+if TYPE_CHECKING:
+    from grader.grading import Graded as GradedRun
 
 CORPUS = Path("tests/kit/mistakes")
 PROMISES = Path("tests/promises")
@@ -336,28 +341,87 @@ def reach(root: Path, calls: dict[str, tuple[int, frozenset[str]]]) -> dict[str,
     return out
 
 
-def grade_mistake(root: Path, mistake: Mistake, exercises: Iterable[int]) -> Graded:
+def grade_mistake(
+    root: Path, mistake: Mistake, exercises: Iterable[int], budget: Budget | None = None
+) -> Graded:
     """`mistake` graded by the kit at `root` on `exercises` (its own among them), as grader grade does."""
+    return _split(_grade_source(root, mistake.source, exercises, budget), [(mistake, exercises)])[0]
+
+
+def grade_together(root: Path, group: Sequence[tuple[Mistake, Sequence[int]]]) -> list[Graded]:
+    """The mistakes of `group` (each with the exercises to grade it on, no exercise shared, every one on
+    a function of its own) graded in ONE submission carrying every edit, each read on its own
+    exercises. The shared budgets (the grading's CPU and wall) grow with the group, so a mistake can
+    spend only its own exercises' budgets, as when graded alone."""
+    from grader.grading import kit_manifest
+
+    base = kit_manifest(root).budget
+    count = len({e for _, exercises in group for e in exercises})
+    budget = Budget(
+        cpu_seconds=max(base.cpu_seconds, count * len(SUITES) * base.exercise_cpu_seconds),
+        exercise_cpu_seconds=base.exercise_cpu_seconds,
+        wall_seconds=base.wall_seconds * len(group),
+    )
+    mistakes = [mistake for mistake, _ in group]
+    source = combined_source(_reference(root), mistakes) if len(group) > 1 else mistakes[0].source
+    exercises = sorted({e for _, chosen in group for e in chosen})
+    return _split(_grade_source(root, source, exercises, budget), group)
+
+
+def combined_source(reference: Reference, mistakes: Sequence[Mistake]) -> str:
+    """The reference with each mistake's edited function in place of its own (functions all distinct)."""
+    spans = _function_spans(reference.source)
+    lines = reference.source.splitlines(keepends=True)
+    for mistake in sorted(mistakes, key=lambda m: spans[m.function][0], reverse=True):
+        first, last = spans[mistake.function]
+        edited_first, edited_last = _function_spans(mistake.source)[mistake.function]
+        edited = mistake.source.splitlines(keepends=True)[edited_first:edited_last]
+        lines[first:last] = edited
+    return "".join(lines)
+
+
+def _function_spans(source: str) -> dict[str, tuple[int, int]]:
+    """Top-level function name -> its lines (0-based, end exclusive), decorators included."""
+    return {
+        node.name: (min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1, node.end_lineno or 0)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _grade_source(root: Path, source: str, exercises: Iterable[int], budget: Budget | None) -> GradedRun:
     from grader.grading import grade
 
     with tempfile.TemporaryDirectory(prefix="optlab-mistake-") as scratch:
         module = Path(scratch) / "submission" / MODULE_FILE
         module.parent.mkdir()
-        module.write_text(mistake.source, encoding="utf-8")
-        graded = grade(root, module, Path(scratch) / "results.json", exercises=sorted(set(exercises)))
+        module.write_text(source, encoding="utf-8")
+        return grade(
+            root, module, Path(scratch) / "results.json", exercises=sorted(set(exercises)), budget=budget
+        )
+
+
+def _split(graded: GradedRun, group: Sequence[tuple[Mistake, Iterable[int]]]) -> list[Graded]:
+    """Per mistake of `group`, its points on its own exercises of one grading."""
     if graded.failed:
-        return Graded(mistake, {}, {}, failed=graded.failed)
+        return [Graded(mistake, {}, {}, failed=graded.failed) for mistake, _ in group]
     earned: dict[int, list[float]] = {}
     maxima: dict[int, list[float]] = {}
     for score in graded.scores:
         column = 0 if score.suite == "visible" else 1
         earned.setdefault(score.exercise.id, [0.0, 0.0])[column] += score.score
         maxima.setdefault(score.exercise.id, [0.0, 0.0])[column] += score.max_score
-    return Graded(
-        mistake,
-        {e: (round(v[0], 2), round(v[1], 2)) for e, v in earned.items()},
-        {e: (round(v[0], 2), round(v[1], 2)) for e, v in maxima.items()},
-    )
+    out = []
+    for mistake, exercises in group:
+        mine = set(exercises)
+        out.append(
+            Graded(
+                mistake,
+                {e: (round(v[0], 2), round(v[1], 2)) for e, v in earned.items() if e in mine},
+                {e: (round(v[0], 2), round(v[1], 2)) for e, v in maxima.items() if e in mine},
+            )
+        )
+    return out
 
 
 def grade_corpus(
@@ -368,9 +432,15 @@ def grade_corpus(
     done: Callable[[Graded], None] | None = None,
     reached: dict[str, set[int]] | None = None,
 ) -> list[Graded]:
-    """Grade every mistake with the kit at `root`, `jobs` at a time: on the exercises that can reach its
-    function (`scope="reach"`: `reached`, else found from a recorded run of that kit where its plugin
-    records calls; else every exercise; `scope="own"`: its own exercise alone), in corpus order."""
+    """Grade every mistake with the kit at `root`, `jobs` gradings at a time: on the exercises that can
+    reach its function (`scope="reach"`: `reached`, else found from a recorded run of that kit where its
+    plugin records calls; else every exercise; `scope="own"`: its own exercise alone), in corpus order.
+
+    Mistakes whose exercises do not meet are graded together, in one submission carrying all their
+    edits (`grade_together`): what no check of an exercise can reach does not change its points, and a
+    grading's fixed cost (two pytest sessions, their workers) is most of a one-exercise grading's. Each
+    mistake that the grading together shows failing (not caught, points lost elsewhere, a correct
+    rewrite losing points, a failed grading) is graded again alone, and that grading is its result."""
     from grader.grading import kit_manifest
 
     every = [e.id for e in kit_manifest(root).exercises]
@@ -390,13 +460,49 @@ def grade_corpus(
     # A process per grading, not a thread: CPython 3.11 builds syntax trees with state shared between an
     # interpreter's threads ("AST constructor recursion depth mismatch" when two parse at once).
     context = multiprocessing.get_context("spawn")
-    graded = []
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
-        for future in [pool.submit(grade_mistake, root, mistake, chosen) for mistake, chosen in plan]:
-            graded.append(future.result())
+    results: dict[int, Graded] = {}
+    told = 0  # `done` hears of the mistakes in corpus order, each as soon as it and those before are in
+
+    def tell() -> None:
+        nonlocal told
+        while told in results:
             if done is not None:
-                done(graded[-1])
-    return graded
+                done(results[told])
+            told += 1
+
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+        groups = _groups(plan, len(every), max(1, jobs))
+        futures = [pool.submit(grade_together, root, [plan[i] for i in group]) for group in groups]
+        alone = {}
+        for group, future in zip(groups, futures, strict=True):
+            for index, graded in zip(group, future.result(), strict=True):
+                if len(group) > 1 and corpus_failures([graded]):
+                    alone[index] = pool.submit(grade_mistake, root, *plan[index])
+                else:
+                    results[index] = graded
+            tell()
+        for index, single in sorted(alone.items()):
+            results[index] = single.result()
+            tell()
+    return [results[i] for i in range(len(plan))]
+
+
+def _groups(plan: Sequence[tuple[Mistake, Sequence[int]]], every: int, jobs: int) -> list[list[int]]:
+    """Indices of `plan` in groups whose exercises do not meet (a mistake on every exercise alone), at
+    least `jobs` groups where there are that many mistakes, so that every job has gradings to run."""
+    groups: list[list[int]] = []
+    used: list[set[int]] = []
+    for index, (_, exercises) in enumerate(plan):
+        mine = set(exercises)
+        fits = [k for k, taken in enumerate(used) if not taken & mine and len(mine) < every]
+        if fits and len(groups) >= jobs:
+            k = fits[0]
+            groups[k].append(index)
+            used[k] |= mine
+        else:
+            groups.append([index])
+            used.append(mine)
+    return groups
 
 
 def corpus_failures(graded: Iterable[Graded]) -> list[str]:

@@ -23,8 +23,12 @@ from grader.mistakes import (
     Graded,
     Mistake,
     Promised,
+    _groups,
+    combined_source,
     corpus_failures,
     grade_corpus,
+    grade_mistake,
+    grade_together,
     label_figures,
     load_corpus,
     reach,
@@ -253,6 +257,38 @@ def test_the_runner_names_a_mistake_with_full_marks_and_one_that_leaks(tmp_path:
     ]  # fmt: skip
     assert failures[0].startswith(f"{name}: softmax-divides-by-a-named-sum: full marks on exercise 8 (3/3)")
     assert "loses points on another exercise (exercise 11 -" in failures[1]
+
+
+def test_mistakes_graded_together_score_as_each_graded_alone(kit_reach) -> None:
+    """The corpus is graded in groups of mistakes whose exercises do not meet, one submission per group:
+    each mistake's points on its exercises are those it gets graded alone."""
+    mistakes, _ = read_kit_corpus(KIT)
+    chosen = [next(m for m in mistakes if m.exercise == e and not m.correct) for e in (4, 16, 20)]
+    plan = [(m, sorted({m.exercise, *kit_reach.get(m.function, set())})) for m in chosen]
+    assert not set.intersection(*(set(exercises) for _, exercises in plan))
+    source = combined_source(REFERENCE_MODULE, chosen)
+    for mistake in chosen:  # every edit, each in its own function, nothing else changed
+        assert mistake.new in source
+    assert len(source.splitlines()) == len(REFERENCE_MODULE.source.splitlines()) + sum(
+        len(m.source.splitlines()) - len(REFERENCE_MODULE.source.splitlines()) for m in chosen
+    )
+    together = grade_together(KIT, plan)
+    alone = [grade_mistake(KIT, mistake, exercises) for mistake, exercises in plan]
+    assert [(g.earned, g.maxima) for g in together] == [(g.earned, g.maxima) for g in alone]
+    assert all(g.caught for g in together)
+
+
+def test_groups_never_share_an_exercise_and_keep_every_job_busy() -> None:
+    mistake = Mistake("m", "softmax", "", "a fixture", 8, "ex08.toml", "")
+    plan = [(mistake, exercises) for exercises in ([1], [2], [1, 3], [4], [2, 4], [1, 2, 3, 4], [5])]
+    groups = _groups(plan, every=4, jobs=2)
+    assert sorted(i for group in groups for i in group) == list(range(len(plan)))
+    assert groups[0][0] == 0 and groups[1][0] == 1  # a group for each job first
+    for group in groups:
+        exercises = [e for i in group for e in plan[i][1]]
+        assert len(exercises) == len(set(exercises))
+    assert [5] in groups  # a mistake graded on every exercise is graded alone
+    assert len(groups) < len(plan)
 
 
 def test_an_edit_that_names_module_state_is_graded_on_every_exercise(tmp_path: Path) -> None:
