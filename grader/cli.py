@@ -4,8 +4,8 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 3 the grading failed (`grader grade`: its results.json says why, and says it is no score).
 
 Text a submission controls (what it printed, file and folder names, statuses and reasons, export names)
-reaches the terminal only through `_say`, escaped by grader.intake.printable; the first time anything
-was escaped, a line says so.
+reaches the terminal only through `_say` (grader.untrusted.Terminal): escaped, what a submission printed
+marked line by line; the first time anything was escaped, a line says so.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn
 
 from grader.errors import KitError
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, Graded, grade
-from grader.intake import ESCAPED_NOTE, printable
 from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
 from grader.layout import MANIFEST, find_root, installed_root
 from grader.scoring import points_text
+from grader.untrusted import Terminal, printable
 
 if TYPE_CHECKING:
     from grader.batch import Engine, Outcome
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0), or bad arguments, said in one line (2)
         return done.code if isinstance(done.code, int) else 2
-    _escapes_said.clear()
+    _TERMINAL.forget()
     if argv is None and args.command in ("grade", "batch") and os.geteuid() == 0:
         hide_command_line(f"{PROG} {args.command}")  # workers run beside this process: its paths hidden
     try:
@@ -340,7 +340,7 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
     _say(graded.document["output"], lines=True)
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
-        _say(graded.printed[:2000], lines=True)
+        _TERMINAL.say_printed(graded.printed[:2000])
     if graded.failed:
         _say(f"{PROG}: error: the grading failed, no score was given: {graded.failed}", file=sys.stderr)
         print(f"{PROG}: wrote {args.output} (it says the grading failed)")
@@ -700,26 +700,8 @@ def _fail(message: str) -> int:
     return 2
 
 
-_escapes_said: set[str] = set()  # the streams told that something was escaped, this command
-
-
-def _say(text: str, lines: bool = False, file: TextIO | None = None) -> None:
-    """Print `text`, which may hold text a submission controls, escaped (grader.intake.printable): one
-    line, unless `lines` keeps its newlines; the first time anything on a stream is escaped, a line
-    says so first."""
-    out = file if file is not None else sys.stdout
-    shown = printable(text, lines)
-    if shown != text:
-        _note_escaped(out)
-    print(shown, file=out)
-
-
-def _note_escaped(out: TextIO) -> None:
-    """The line that says, once per stream, that text from submissions was escaped."""
-    stream = "stderr" if out is sys.stderr else "stdout"
-    if stream not in _escapes_said:
-        _escapes_said.add(stream)
-        print(f"{PROG}: note: {ESCAPED_NOTE}", file=out)
+_TERMINAL = Terminal(PROG)  # this command's output to the TA
+_say = _TERMINAL.say
 
 
 def _note_escaped_in_files(outcomes: Sequence[Outcome]) -> None:
@@ -728,4 +710,4 @@ def _note_escaped_in_files(outcomes: Sequence[Outcome]) -> None:
     people = [str(value) for o in outcomes for p in o.entry.submitters for value in vars(p).values()]
     texts = [*(o.entry.file for o in outcomes), *(o.grading_status for o in outcomes), *people]
     if any(printable(text, False) != text for text in texts):
-        _note_escaped(sys.stdout)
+        _TERMINAL.note_escaped(sys.stdout)

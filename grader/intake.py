@@ -15,7 +15,6 @@ import os
 import re
 import stat
 import tokenize
-import unicodedata
 import warnings
 import zipfile
 import zlib
@@ -27,6 +26,7 @@ from typing import IO
 
 from grader.errors import KitError
 from grader.layout import MODULE
+from grader.untrusted import shown
 
 MAX_MEMBERS = 2000  # a zip's members, a folder's entries (files, folders, links: each one it holds)
 MAX_FOLDER_DEPTH = 64  # folders inside folders
@@ -85,64 +85,6 @@ class Submission:
     notes: tuple[str, ...]  # what intake did that the student should know, one sentence each
     broken: dict[str, str]  # top-level def/class name -> "line 12: invalid syntax", for definitions dropped
     syntax_error: str | None  # the original's first syntax error, "line 12: invalid syntax (`code`)", or None
-
-
-MAX_SHOWN_CHARS = 120
-_MARKDOWN = frozenset("\\`*[]<>|~&")  # what makes markdown mid-line: escaped wherever it appears
-_UNSHOWN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))  # controls, bidi and zero-width, separators
-
-
-def shown(text: str, limit: int = MAX_SHOWN_CHARS, markdown: bool = True) -> str:
-    """Text a submission chose (a file or member name, a declared encoding, an exception's message), as
-    it may appear in a message the student sees: control characters (ANSI escapes, and line breaks
-    unless `markdown` is off, where lines and tabs are kept), format characters (right-to-left
-    overrides and other bidi controls, zero-width characters) and line separators removed; for
-    markdown, its punctuation escaped with a backslash (no fake "**Score: 100 / 100**", no link, no
-    HTML, no table cell), and `_` too unless it sits inside a word (where it cannot emphasize); at most
-    `limit` characters. Every submission-chosen text of a message goes through here."""
-    kept = "".join(
-        c for c in str(text) if unicodedata.category(c) not in _UNSHOWN or (not markdown and c in "\n\t")
-    )
-    if len(kept) > limit:
-        kept = kept[: limit - 3] + "..."
-    if not markdown:
-        return kept
-    out = []
-    for i, c in enumerate(kept):
-        inside_word = 0 < i < len(kept) - 1 and kept[i - 1].isalnum() and kept[i + 1].isalnum()
-        out.append("\\" + c if c in _MARKDOWN or (c == "_" and not inside_word) else c)
-    return "".join(out)
-
-
-_ESCAPED = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # controls, bidi and zero-width, surrogates, separators
-_ASCII_CONTROLS = {True: re.compile("[\x00-\x08\x0b-\x1f\x7f]"), False: re.compile("[\x00-\x1f\x7f]")}
-ESCAPED_NOTE = (
-    "control characters and escape sequences in text from submissions are shown escaped (ESC as \\x1b), "
-    "never passed on"
-)
-
-
-def printable(text: str, lines: bool = True) -> str:
-    """Text a submission controls (what it printed, a file or folder name, an exception's message, a
-    name in an export), as a terminal, report.html or grades.csv may show it to a TA: every control
-    character (ESC, which starts the sequences that clear a screen, set a window's title or write the
-    clipboard; CR, which rewrites a line; the C1 controls), format character (bidi overrides,
-    zero-width) and line separator is written as Python would escape it ("\\x1b", "\\u202e"), so
-    that it does nothing and is still seen. With `lines`, newlines and tabs are kept (CRLF as a
-    newline); without, they are escaped too (one line). Whoever shows the result says once, where
-    anything was escaped, that it was (ESCAPED_NOTE). Every such text shown to a TA goes through here."""
-    text = str(text)
-    if lines:
-        text = text.replace("\r\n", "\n")
-    if text.isascii():  # the usual case, without a look at each character
-        return _ASCII_CONTROLS[lines].sub(lambda found: _escape(found[0]), text)
-    return "".join(
-        _escape(c) if unicodedata.category(c) in _ESCAPED and not (lines and c in "\n\t") else c for c in text
-    )
-
-
-def _escape(character: str) -> str:
-    return character.encode("unicode_escape").decode("ascii")
 
 
 def _q(name: str) -> str:
