@@ -66,6 +66,18 @@ def printable(text: str, lines: bool = True) -> str:
     )
 
 
+def quoted(name: str) -> str:
+    """A submission-chosen name, quoted for a message the student sees (`shown`)."""
+    return f"'{shown(name)}'"
+
+
+def in_words(items: list[str], limit: int = 5) -> str:
+    """Items as a message lists them: "a", "a and b", "a, b and c", "a, b, c, d, e and 2 more"."""
+    if len(items) > limit:
+        return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _escape(character: str) -> str:
     return character.encode("unicode_escape").decode("ascii")
 
