@@ -30,10 +30,11 @@ from grader.isolation import machine_layers
 from grader.layout import MANIFEST, REFERENCE, SUITES
 from grader.manifest import Budget, Manifest, load_manifest
 from grader.promises import inventory_promises
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document, unscored_document, write_results
 from grader.scoring import SuiteScore, score_suites
-from grader.suites import GradingCrashed, SuiteRunError, TestRecord, run_suites
+from grader.suites import GradingCrashed, SuiteRunError, run_suites
 from grader.untrusted import printable
 
 RUN_SECONDS = 900.0  # the most a manifest's [budget] wall_seconds may be: Gradescope's maximum is 40 minutes

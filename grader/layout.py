@@ -34,8 +34,8 @@ HANDOUT_RUNNER = (
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "compiling", "contract", "errors", "expect",
     "grading", "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts",
-    "otter_plugin", "otter_submission", "promises", "protocol", "pytest_plugin", "reference", "results",
-    "sandbox", "scoring", "seccomp", "student", "suites", "untrusted", "worker",
+    "otter_plugin", "otter_submission", "promises", "protocol", "pytest_plugin", "records", "reference",
+    "results", "sandbox", "scoring", "seccomp", "student", "suites", "untrusted", "worker",
 )  # fmt: skip
 
 

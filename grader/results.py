@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader.protocol import import_headline
+from grader.records import TestRecord
 from grader.scoring import SuiteScore, cents, points_text, total
-from grader.suites import TestRecord
 from grader.untrusted import shown
 
 MAX_BYTES = 1_000_000

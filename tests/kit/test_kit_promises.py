@@ -47,10 +47,10 @@ from grader.promises import (
     unchecked_promises,
     unnamed_checks,
 )
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document
 from grader.scoring import Tally, cents, entry_score, score_exercise, score_suites, tallies
-from grader.suites import TestRecord
 from grader.trivial import earned_points
 from tests.kit.conftest import KIT
 

@@ -30,10 +30,10 @@ from grader.grading import GRADING_FAILED, kit_manifest
 from grader.inventory import load_inventory
 from grader.layout import REFERENCE
 from grader.manifest import Exercise, Manifest, ManifestError, parse_manifest
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document
 from grader.scoring import points_text, score_suites, split_points
-from grader.suites import TestRecord
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
