@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from grader import __version__
+from grader.deadlines import proc_stat
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, kit_manifest, only_exercises
 from grader.history import keep, newest
 from grader.inventory import INVENTORY, load_inventory
@@ -64,7 +65,7 @@ from grader.manifest import SCORING_KEYS
 from grader.rescore import rescored
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
-from grader.sandbox import GRADINGS_AT_ONCE, proc_stat
+from grader.sandbox import GRADINGS_AT_ONCE
 from grader.scoring import points_text
 from grader.untrusted import printable
 
