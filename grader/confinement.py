@@ -9,12 +9,9 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader import cgroup, isolation, landlock, mounts, seccomp
-
-if TYPE_CHECKING:
-    from grader.sandbox import Limits
+from grader.limits import Limits
 
 try:
     import resource

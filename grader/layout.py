@@ -28,15 +28,15 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
     "__init__", "audit", "cgroup", "codec", "compiling", "confinement", "deadlines", "errors", "expect",
-    "intake", "isolation", "landlock", "layout", "local", "mounts", "promises", "protocol", "pytest_plugin",
-    "reference_worker", "sandbox", "scoring", "seccomp", "student", "untrusted", "worker",
+    "intake", "isolation", "landlock", "layout", "limits", "local", "mounts", "promises", "protocol",
+    "pytest_plugin", "reference_worker", "sandbox", "scoring", "seccomp", "student", "untrusted", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "compiling", "confinement", "contract",
     "deadlines", "errors", "expect", "grading", "intake", "inventory", "isolation", "landlock", "layout",
-    "local", "manifest", "mounts", "otter_plugin", "otter_submission", "promises", "protocol",
-    "pytest_plugin", "records", "reference", "reference_worker", "results", "sandbox", "scoring", "seccomp",
-    "student", "suites", "untrusted", "worker",
+    "limits", "local", "manifest", "mounts", "otter_plugin", "otter_submission", "promises",
+    "protocol", "pytest_plugin", "records", "reference", "reference_worker", "results", "sandbox", "scoring",
+    "seccomp", "student", "suites", "untrusted", "worker",
 )  # fmt: skip
 
 

@@ -9,8 +9,9 @@ import os
 import tempfile
 from collections.abc import Callable
 
+from grader.limits import Limits
 from grader.protocol import CALL_COUNT, failure_answer
-from grader.sandbox import Limits, Sandbox
+from grader.sandbox import Sandbox
 
 
 class ReferenceWorker:

@@ -49,9 +49,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from grader import cgroup, isolation, landlock, mounts
 from grader.codec import CodecError, dumps, loads
@@ -59,10 +59,8 @@ from grader.confinement import SANDBOX_AVAILABLE, Confine
 from grader.deadlines import CPU_READABLE, Deadline, cpu_time
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
+from grader.limits import Limits
 from grader.protocol import IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
-
-if TYPE_CHECKING:
-    from grader.reference_worker import ReferenceWorker
 
 # What a student's own run lacks where there is no sandbox (a worker is then a plain process: `_Plain`)
 NO_SANDBOX = (
@@ -112,30 +110,19 @@ _BOOT = (
 )
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one worker. Seconds are wall-clock unless named cpu."""
+class Reference(Protocol):
+    """What a sandbox asks of the reference's worker that answers its worker (grader.reference_worker)."""
 
-    # CPU time decides every budget (a loaded machine or a neighbour costs no points): the worker's, the
-    # reference worker's on its behalf, and the grader's decoding of its answers
-    call_seconds: float = 3.0  # one call's
-    import_seconds: float = 10.0  # the worker's, to import the module
-    wall_factor: float = 4.0  # and at most this many times a call's in wall-clock time
-    # and this many times the import's, an exercise's or the sandbox's: a backstop for code that sleeps,
-    # generous enough for CPU-bound code on a machine loaded tenfold (a neighbour must never cost points)
-    backstop_factor: float = 10.0
-    exercise_seconds: float = 20.0  # one exercise's calls in one sandbox (one suite)
-    run_seconds: float = 300.0  # the whole sandbox: every worker it started, idle time included
-    memory_bytes: int = 1 << 30  # address space and data (rlimits); resident memory (a cgroup, where made)
-    cpu_seconds: int = 300
-    file_bytes: int = 16 << 20
-    scratch_bytes: int = 64 << 20  # what the worker may hold on disk (its scratch folder's quota)
-    scratch_files: int = 4096  # and how many files and folders
-    open_files: int = 64
-    output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
-    message_bytes: int = 4 << 20  # one message from the worker (decoded, 4 MB of JSON is at most ~100 MB)
-    callbacks: int = 1000  # requests one call may send the grader (a test's proposer: 60 at most)
-    callback_bytes: int = 8 << 20  # and their size in all (what the test's callables may keep of them)
+    cpu_left: Callable[[], float] | None
+
+    def pair(self) -> tuple[int, int]: ...
+    def spawn(self) -> None: ...
+    def open_call(self, function: str) -> dict | None: ...
+    def close_call(self) -> None: ...
+    def ended(self) -> bool: ...
+    def cpu_spent(self) -> float: ...
+    def end(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class Sandbox:
@@ -153,7 +140,7 @@ class Sandbox:
         serve_request: Callable[[dict], dict],
         limits: Limits | None = None,
         broken: dict[str, str] | None = None,
-        reference: ReferenceWorker | None = None,
+        reference: Reference | None = None,
     ):
         self.limits = limits or Limits()
         self.serve_request = serve_request
