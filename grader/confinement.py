@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader import cgroup, isolation, landlock, mounts, seccomp
+from grader.libc import c_library
 from grader.limits import Limits
 
 try:
@@ -79,11 +80,9 @@ class Confine:
 
 def _parent_death_function() -> Callable[[], None] | None:
     """prctl(PR_SET_PDEATHSIG, SIGKILL), prepared in the parent; None where there is no prctl (not Linux)."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    library = c_library()
+    if library is None:
         return None
+    prctl = library.prctl
     pr_set_pdeathsig = 1
     return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
