@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from grader import __version__
+from grader.deadlines import proc_stat
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, kit_manifest, only_exercises
 from grader.history import keep, newest
-from grader.intake import printable
 from grader.inventory import INVENTORY, load_inventory
 from grader.isolation import private_copy, remove_tree
 from grader.layout import MANIFEST, MODULE_FILE, REFERENCE
@@ -65,8 +65,9 @@ from grader.manifest import SCORING_KEYS
 from grader.rescore import rescored
 from grader.results import unscored_document, write_results
 from grader.roster import Entry, content_hash
-from grader.sandbox import GRADINGS_AT_ONCE, proc_stat
+from grader.sandbox import GRADINGS_AT_ONCE
 from grader.scoring import points_text
+from grader.untrusted import printable
 
 if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
     from rich.progress import Progress as RichProgress
@@ -757,7 +758,7 @@ def _last_line(log: Path) -> str:
     except OSError:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""  # shown escaped wherever it is shown (grader.intake.printable)
+    return lines[-1][:300] if lines else ""  # shown escaped wherever it is shown (grader.untrusted.printable)
 
 
 def _cap_log(log: Path) -> None:

@@ -4,8 +4,8 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 3 the grading failed (`grader grade`: its results.json says why, and says it is no score).
 
 Text a submission controls (what it printed, file and folder names, statuses and reasons, export names)
-reaches the terminal only through `_say`, escaped by grader.intake.printable; the first time anything
-was escaped, a line says so.
+reaches the terminal only through `_say` (grader.untrusted.Terminal): escaped, what a submission printed
+marked line by line; the first time anything was escaped, a line says so.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn
 
 from grader.errors import KitError
 from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, Graded, grade
-from grader.intake import ESCAPED_NOTE, printable
-from grader.isolation import exposed_source_warning, hide_command_line, machine_layers, privately
+from grader.isolation import hide_command_line, machine_layers, privately
 from grader.layout import MANIFEST, find_root, installed_root
 from grader.scoring import points_text
+from grader.untrusted import Terminal
 
 if TYPE_CHECKING:
-    from grader.batch import Engine, Outcome
+    pass
 
 # The other commands import their stages when they run: the autograder zip ships only the grading path.
 
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0), or bad arguments, said in one line (2)
         return done.code if isinstance(done.code, int) else 2
-    _escapes_said.clear()
+    _TERMINAL.forget()
     if argv is None and args.command in ("grade", "batch") and os.geteuid() == 0:
         hide_command_line(f"{PROG} {args.command}")  # workers run beside this process: its paths hidden
     try:
@@ -341,7 +341,7 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
     _say(graded.document["output"], lines=True)
     if graded.printed.strip():
         print("\n--- what the submission printed (first 2000 characters) ---")
-        _say(graded.printed[:2000], lines=True)
+        _TERMINAL.say_printed(graded.printed[:2000])
     if graded.failed:
         _say(f"{PROG}: error: the grading failed, no score was given: {graded.failed}", file=sys.stderr)
         print(f"{PROG}: wrote {args.output} (it says the grading failed)")
@@ -355,248 +355,19 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
-    from grader.batch import BarProgress, BatchInterrupted, BatchOptions, kit_identity, run_batch
-    from grader.grades import grade_rows, read_grades, write_rows
-    from grader.grading import kit_manifest, only_exercises
-    from grader.history import keep
-    from grader.inventory import load_inventory
-    from grader.report import HISTOGRAM_PNG, PASS_RATES_PNG, REPORT_HTML, item_analysis, write_report
-    from grader.roster import scan_source
+    from grader.batch_command import BatchRequest, run_batch_command
 
-    jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
-    if problem := _batch_input_problem(args):
-        return _fail(problem)
-    manifest = kit_manifest(root)
-    inventory = load_inventory(root)  # a stale kit fails here, not once per submission
-    if args.exercise:
-        manifest, inventory = only_exercises(manifest, inventory, args.exercise)
-    compared = read_grades(args.compare) if args.compare is not None else None  # a bad one: exit 2 now
-    grades = args.output
-    options = BatchOptions(
-        grades.parent / f"{grades.stem}-results", jobs, args.force, args.call_timeout,
-        tuple(args.exercise or ()), args.timeout, args.dry_run,
+    request = BatchRequest(
+        args.source, args.output, args.jobs, args.force, args.call_timeout, tuple(args.exercise or ()),
+        args.timeout, args.dry_run, args.compare, args.cluster,
     )  # fmt: skip
-    reports = (REPORT_HTML, HISTOGRAM_PNG, PASS_RATES_PNG)
-    history = grades_history(grades)
-    outputs = [grades, options.results_dir, history, *(grades.parent / name for name in reports)]
-    progress = BarProgress()
-    title = batch_title(manifest.module, args.source)
-    interrupted = None
-    with tempfile.TemporaryDirectory(prefix="optlab-batch-") as scratch:
-        roster = scan_source(args.source, Path(scratch), exclude=outputs)
-        if not roster.entries:
-            skipped = f" (skipped, not submissions: {_names(roster.skipped)})" if roster.skipped else ""
-            return _fail(f"{args.source}: no submissions in it{skipped}: give the folder that holds them")
-        if roster.skipped:
-            _say(f"{PROG}: skipped {_count(len(roster.skipped), 'entry', 'entries')} that cannot be a "
-                 f"submission: {_names(roster.skipped)}")  # fmt: skip
-        if args.cluster is None:  # on a cluster, its workers' layers are named once they answer
-            print(machine_layers().summary())
-            if warning := exposed_source_warning(args.source, machine_layers()):
-                print(warning)
-        try:
-            outcomes = run_batch(root, roster.entries, options, progress, _engine(args))
-        except BatchInterrupted as stop:
-            outcomes, interrupted = stop.outcomes, stop
-        except KeyboardInterrupt:  # before the batch began
-            print(f"{PROG}: interrupted before grading began", file=sys.stderr)
-            return 130
-        # while an export's unpacked submissions are still there to read
-        pairs = (
-            None
-            if interrupted or args.dry_run
-            else _batch_similarity(root, manifest, roster.entries, grades.parent, title)
-        )
-    if interrupted is not None:
-        title += f" (incomplete: {interrupted.finished} of {len(outcomes)} graded)"
-    identity = kit_identity(root, options)
-    kit = {"kit_version": identity["kit_version"], "inventory_hash": identity["inventory"] or ""}
-    rows = [row for o in outcomes for row in grade_rows(o, manifest.exercises, kit)]
-    changes = _regrade_preview(grades, compared, args.compare, rows, manifest.exercises, outcomes, options)
-    if args.dry_run:
-        _print_batch(outcomes, roster.skipped)
-        print(f"{PROG}: a dry run: nothing written ({grades} and {options.results_dir}/ are as they were)")
-        return 130 if interrupted is not None else 0
-    if _differs(grades, rows, manifest.exercises) and (kept := keep(grades, history)) is not None:
-        print(f"{PROG}: the earlier {grades.name} is kept as {kept}")
-    write_rows(grades, rows, manifest.exercises)
-    analysis = item_analysis(outcomes, manifest.exercises)
-    written = write_report(
-        grades.parent, analysis, title, changes, pairs, _results_links(outcomes, options, grades)
-    )
-    _write_student_pages(outcomes, options)
-    if pairs is not None:
-        from grader.similarity import SIMILARITY_HTML
-
-        written.append(grades.parent / SIMILARITY_HTML)
-    _print_batch(outcomes, roster.skipped)
-    _note_escaped_in_files(outcomes)
-    print(f"{PROG}: wrote {grades}, {', '.join(str(p) for p in written)}, {options.results_dir}/")
-    if interrupted is not None:
-        if str(interrupted) not in ("", "SIGINT", "SIGTERM"):  # stopped for a reason of its own
-            _say(f"{PROG}: {interrupted}", file=sys.stderr)
-        print(f"{PROG}: interrupted after {interrupted.finished} of {len(outcomes)} gradings: grades.csv "
-              f"and the report are marked incomplete; what finished is kept in {options.results_dir}: "
-              "run again to grade the rest", file=sys.stderr)  # fmt: skip
-        return 130
-    return 0
-
-
-def _results_links(outcomes: Sequence[Outcome], options, grades: Path) -> dict[str, str]:
-    """Each submission's results.json, as report.html (beside grades.csv) links to it."""
-    from urllib.parse import quote
-
-    from grader.batch import RESULTS, submission_folder
-
-    return {
-        o.entry.file: quote(
-            os.path.relpath(submission_folder(options.results_dir, o.entry) / RESULTS, grades.parent)
-        )
-        for o in outcomes
-    }
-
-
-def _write_student_pages(outcomes: Sequence[Outcome], options) -> None:
-    """Each submission's page.html beside its results.json: the page its student sees on Gradescope."""
-    from grader.batch import RESULTS, submission_folder
-    from grader.student_page import write_student_page
-
-    for outcome in outcomes:
-        results = submission_folder(options.results_dir, outcome.entry) / RESULTS
-        write_student_page(results, f"{outcome.entry.file}, as its student sees it on Gradescope")
-
-
-def grades_history(grades: Path) -> Path:
-    """Where every grades.csv a batch replaced is kept, under the time it was written: GRADES-history/."""
-    return grades.parent / f"{grades.stem}-history"
-
-
-def _differs(grades: Path, rows: list, exercises) -> bool:
-    """Whether writing `rows` would change grades.csv at `grades` (an existing one)."""
-    from grader.grades import write_rows
-
-    if not grades.is_file():
-        return False
-    with tempfile.TemporaryDirectory(prefix="optlab-grades-") as scratch:
-        write_rows(Path(scratch) / grades.name, rows, exercises)
-        new = (Path(scratch) / grades.name).read_bytes()
-    with open(grades, "rb") as handle:
-        return handle.read() != new
-
-
-def _engine(args: argparse.Namespace) -> Engine | None:
-    """The batch's way of grading: a Dask cluster's workers with --cluster, else this machine's pool."""
-    if args.cluster is None:
-        return None
-    from grader.cluster import on_cluster
-
-    return on_cluster(args.cluster)
-
-
-def _batch_similarity(root: Path, manifest, entries, folder: Path, title: str) -> list | None:
-    """similarity.html beside grades.csv, where copydetect is installed; the pairs (None: not run)."""
-    from grader.similarity import SIMILARITY_HTML, SimilarityUnavailable, compare, write_similarity
-
-    if len(entries) < 2:
-        return None
-    try:
-        pairs, left_out = compare(entries, manifest, _stub(root))
-    except SimilarityUnavailable as error:
-        print(f"{PROG}: no similarity check: {error}")
-        return None
-    write_similarity(folder / SIMILARITY_HTML, pairs, left_out, f"Similarity: {title}")
-    return pairs
-
-
-def _regrade_preview(
-    grades: Path, compared: dict | None, compare: Path | None, rows: list, exercises, outcomes, options
-) -> list:
-    """Whose grade changes against `--compare`'s grades.csv, else the grades.csv about to be replaced
-    (kept in GRADES-history/ when it changes); printed before grades.csv is written. A row that had no
-    grade there (not reached, crashed) is compared with the newest kept grades.csv that has one. Which
-    results entries changed comes from the earlier results.json: the one a regrade kept (in a dry run:
-    the one in place), or, for `--compare`, the one in that grades.csv's own results folder."""
-    from grader.batch import RESULTS, previous_results, read_results, submission_folder
-    from grader.grades import MOVED, GradesFileError, change_text, entry_scores, read_grades, regrade_changes
-
-    old, against = compared, compare
-    if old is None and grades.is_file():
-        try:
-            old, against = read_grades(grades), grades
-        except GradesFileError as error:
-            print(f"{PROG}: {error}; it is replaced without a comparison")
-    if old is None or against is None:
-        return []
-    after = {o.entry.file: entry_scores(o.document) for o in outcomes}
-    earlier: list[tuple[Outcome, Path | None]]
-    if against == grades:  # this batch's own folder: what a regrade replaced
-        old = _graded_in_history(old, grades_history(grades))
-        folders = [(o, submission_folder(options.results_dir, o.entry)) for o in outcomes if not o.skipped]
-        earlier = [(o, f / RESULTS if options.dry_run else previous_results(f)) for o, f in folders]
-    else:
-        folder = against.parent / f"{against.stem}-results"
-        earlier = [(o, submission_folder(folder, o.entry) / RESULTS) for o in outcomes]
-    before = {
-        o.entry.file: entry_scores(document)
-        for o, path in earlier
-        if path is not None and (document := read_results(path))
-    }
-    found = regrade_changes(old, rows, exercises, before, after)
-    changes = [c for c in found if c.counts]
-    would = "would change" if options.dry_run else "change"
-    if changes:
-        print(f"{PROG}: {_count(len(changes), 'grade')} {would} against {against}:")
-        for change in changes[:30]:
-            _say(f"  {change_text(change)}")
-        if len(changes) > 30:
-            print(f"  ... and {len(changes) - 30} more (see the report)")
-    else:
-        print(f"{PROG}: no grade {would} against {against}")
-    moved = [c for c in found if c.kind == MOVED]
-    others = [c for c in found if not c.counts and c.kind != MOVED]
-    for listed, why in ((moved, "the same total, points moved between exercises"),
-                        (others, "a row with no grade on one side")):  # fmt: skip
-        if listed:
-            print(f"{PROG}: not changes of a grade ({len(listed)}): {why}")
-        for change in listed[:30]:
-            _say(f"  {change_text(change)}")
-        if len(listed) > 30:
-            print(f"  ... and {len(listed) - 30} more (see grades.csv)")
-    return changes
-
-
-def _graded_in_history(old: dict, history: Path) -> dict:
-    """`old`'s rows, each without a grade (not reached, crashed) replaced by the newest kept grades.csv's
-    row of that file that has one: an interrupted regrade hides no earlier grade from the next preview."""
-    from grader.grades import GradesFileError, read_grades
-    from grader.history import backups
-
-    missing = {file for file, row in old.items() if not row.get("total_points_earned")}
-    old = dict(old)
-    for backup in backups(history, "grades", ".csv") if missing else []:
-        try:
-            earlier = read_grades(backup)
-        except (GradesFileError, OSError):
-            continue
-        for file in [f for f in missing if (earlier.get(f) or {}).get("total_points_earned")]:
-            old[file] = earlier[file]
-            missing.discard(file)
-        if not missing:
-            break
-    return old
-
-
-def batch_title(module: str, source: Path, today: str | None = None) -> str:
-    """The report's title: the assignment (the lab module), the source's name and the date."""
-    import datetime
-
-    name = source.resolve().name or str(source.resolve())
-    return f"{module}.py: {name}, graded {today or datetime.date.today().isoformat()}"
+    return run_batch_command(root, request, _TERMINAL)
 
 
 def _run_similarity(args: argparse.Namespace, root: Path) -> int:
     import time
 
+    from grader.batch_command import batch_title, stub_text
     from grader.grading import kit_manifest
     from grader.roster import scan_source
     from grader.similarity import compare, write_similarity
@@ -609,7 +380,7 @@ def _run_similarity(args: argparse.Namespace, root: Path) -> int:
         roster = scan_source(args.source, Path(scratch))
         if len(roster.entries) < 2:
             return _fail(f"{args.source}: fewer than two submissions in it, nothing to compare")
-        pairs, left_out = compare(roster.entries, manifest, _stub(root), args.threshold)
+        pairs, left_out = compare(roster.entries, manifest, stub_text(root), args.threshold)
     write_similarity(args.output, pairs, left_out, f"Similarity: {batch_title(manifest.module, args.source)}")
     seconds = time.monotonic() - started
     found = f"{len(pairs)} pair(s) at or above {args.threshold:g}"
@@ -618,11 +389,6 @@ def _run_similarity(args: argparse.Namespace, root: Path) -> int:
         _say(f"  {pair.first} & {pair.second}: {100 * pair.similarity:.0f}%")
     print(f"{PROG}: wrote {args.output}")
     return 0
-
-
-def _stub(root: Path) -> str:
-    stub = root / "student" / "optimization_toolkit.py"
-    return stub.read_text(encoding="utf-8") if stub.is_file() else ""
 
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:
@@ -652,81 +418,10 @@ def _run_package(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def _batch_input_problem(args: argparse.Namespace) -> str | None:
-    if not args.source.exists():
-        return f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)"
-    return None
-
-
-def _print_batch(outcomes: Sequence[Outcome], skipped: Sequence[tuple[str, str]] = ()) -> None:
-    """One summary line whose every part adds up to the submissions, then what was not scored."""
-    from collections import Counter
-
-    from grader.batch import COMPLETED, INTERRUPTED
-
-    total = len(outcomes)
-    kept = sum(o.skipped for o in outcomes)
-    rescored = sum(o.rescored for o in outcomes)
-    left = sum(o.status == INTERRUPTED for o in outcomes)
-    failed = [o for o in outcomes if o.status != COMPLETED]
-    kinds = Counter(o.status for o in failed)
-    why = f" ({', '.join(f'{n} {status}' for status, n in sorted(kinds.items()))})" if failed else ""
-    line = f"{PROG}: {_count(total, 'submission')}: {total - len(failed)} scored, {len(failed)} not scored"
-    line += f"{why}; {total - kept - left - rescored} graded now, "
-    if rescored:
-        line += f"{rescored} re-scored from their kept results.json (points alone changed), "
-    line += f"{kept} kept from an earlier run"
-    if left:
-        line += f", {left} not reached"
-    if skipped:
-        line += f"; {_count(len(skipped), 'entry', 'entries')} skipped (not submissions)"
-    print(line)
-    for outcome in failed[:20]:
-        _say(f"  {outcome.entry.file}: {outcome.grading_status}")
-    if len(failed) > 20:
-        print(f"  ... and {len(failed) - 20} more (see grades.csv)")
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def _names(skipped: Sequence[tuple[str, str]], shown: int = 8) -> str:
-    names = ", ".join(name for name, _ in skipped[:shown])
-    return names + (f" and {len(skipped) - shown} more" if len(skipped) > shown else "")
-
-
 def _fail(message: str) -> int:
     _say(f"{PROG}: error: {message}", file=sys.stderr)
     return 2
 
 
-_escapes_said: set[str] = set()  # the streams told that something was escaped, this command
-
-
-def _say(text: str, lines: bool = False, file: TextIO | None = None) -> None:
-    """Print `text`, which may hold text a submission controls, escaped (grader.intake.printable): one
-    line, unless `lines` keeps its newlines; the first time anything on a stream is escaped, a line
-    says so first."""
-    out = file if file is not None else sys.stdout
-    shown = printable(text, lines)
-    if shown != text:
-        _note_escaped(out)
-    print(shown, file=out)
-
-
-def _note_escaped(out: TextIO) -> None:
-    """The line that says, once per stream, that text from submissions was escaped."""
-    stream = "stderr" if out is sys.stderr else "stdout"
-    if stream not in _escapes_said:
-        _escapes_said.add(stream)
-        print(f"{PROG}: note: {ESCAPED_NOTE}", file=out)
-
-
-def _note_escaped_in_files(outcomes: Sequence[Outcome]) -> None:
-    """Say once, where grades.csv or the report holds text from submissions that was escaped, that it
-    does (the names, emails, sids and statuses of its rows)."""
-    people = [str(value) for o in outcomes for p in o.entry.submitters for value in vars(p).values()]
-    texts = [*(o.entry.file for o in outcomes), *(o.grading_status for o in outcomes), *people]
-    if any(printable(text, False) != text for text in texts):
-        _note_escaped(sys.stdout)
+_TERMINAL = Terminal(PROG)  # this command's output to the TA
+_say = _TERMINAL.say

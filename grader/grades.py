@@ -11,7 +11,7 @@ Otter writes it: a fraction from 0 to 1, to four places: 0.5814 for 58.14 of 100
 not graded earns 0 everywhere; its status says why. One whose grading crashed (twice: the batch grades
 it again once), or that an interrupted batch did not reach, has empty points (no grade yet, not a zero)
 and the status "crashed: ..." or "interrupted: ...". Last, `kit_version` and `inventory_hash`: what the
-row was graded with. Every cell is written through grader.intake.printable (no control character or
+row was graded with. Every cell is written through grader.untrusted.printable (no control character or
 escape sequence from a submission or an export) and never starts a formula.
 
 A regrade preview compares new rows with an earlier grades.csv of this kit: whose total changes, by how
@@ -34,10 +34,10 @@ from pathlib import Path
 
 from grader.batch import CRASHED, INTERRUPTED, Outcome
 from grader.errors import KitError
-from grader.intake import printable
 from grader.manifest import Exercise
 from grader.roster import Submitter
 from grader.scoring import points_text
+from grader.untrusted import printable
 
 IDENTIFIERS = ("file", "name", "email", "sid")
 TOTALS = ("total_points_earned", "total_points_possible", "percent_correct", "grading_status")

@@ -24,16 +24,18 @@ from pathlib import Path
 
 from grader import __version__
 from grader.errors import KitError
-from grader.intake import IntakeError, Submission, printable, read_submission
+from grader.intake import IntakeError, Submission, read_submission
 from grader.inventory import account_for, load_inventory
 from grader.isolation import machine_layers
 from grader.layout import MANIFEST, REFERENCE, SUITES
 from grader.manifest import Budget, Manifest, load_manifest
 from grader.promises import inventory_promises
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document, unscored_document, write_results
 from grader.scoring import SuiteScore, score_suites
-from grader.suites import GradingCrashed, SuiteRunError, TestRecord, run_suites
+from grader.suites import GradingCrashed, SuiteRunError, run_suites
+from grader.untrusted import printable
 
 RUN_SECONDS = 900.0  # the most a manifest's [budget] wall_seconds may be: Gradescope's maximum is 40 minutes
 SUBMISSION_SECONDS = RUN_SECONDS + 60.0  # grader batch, per submission: past grade's own bound

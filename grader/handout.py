@@ -252,8 +252,14 @@ def _grading_only(name: str) -> bool:
         or "solutions" in parts
         or PROMISES.name in parts[:-1]  # tests/promises: every promise, the hidden checks' too
         or name.endswith((MANIFEST.name, "inventory.json"))
-        or (len(parts) == 2 and parts[0] == "grader" and Path(name).stem not in HANDOUT_RUNNER)
+        or (parts[0] == "grader" and _runner_name(parts) not in HANDOUT_RUNNER)  # at any depth
     )
+
+
+def _runner_name(parts: tuple[str, ...]) -> str:
+    """A file below grader/ as HANDOUT_RUNNER would name it: its path there without .py ("worker"; a
+    module of a subpackage, "runtime/worker", which is grading-only unless the runner lists it so)."""
+    return "/".join(parts[1:]).removesuffix(".py")
 
 
 def _hidden_test_leaks(root: Path, texts: dict[str, str], trees: dict[str, ast.Module]) -> list[str]:

@@ -1,32 +1,30 @@
 """Intake, the first stage of grading: turn whatever a student submitted (a .py file, a folder, a zip) into
-the module text to run. It finds the lab module, decodes it and compiles it; when the module does not
-compile, it keeps every top-level block that does. Intake only reads and compiles: nothing submitted
-runs here.
+the module text to run. It finds the lab module (`chosen_module`, the rule every grading uses), decodes it
+and compiles it (grader.compiling: in a bounded process; when the module does not compile, every
+top-level block that does is kept). Intake only reads and compiles: nothing submitted runs here.
 """
 
 from __future__ import annotations
 
 import codecs
-import codeop
 import contextlib
 import io
-import json
 import os
 import re
 import stat
 import tokenize
-import unicodedata
-import warnings
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import IO
 
+from grader.compiling import TooComplex, compiled
 from grader.errors import KitError
 from grader.layout import MODULE
+from grader.untrusted import in_words, quoted, shown
 
 MAX_MEMBERS = 2000  # a zip's members, a folder's entries (files, folders, links: each one it holds)
 MAX_FOLDER_DEPTH = 64  # folders inside folders
@@ -48,13 +46,6 @@ UNREAD_FOLDERS = frozenset(
 )
 VENV_MARK = "pyvenv.cfg"
 
-# Characters salvage compiles, at most, each compile counting COMPILE_COST more: a bound, the same on
-# every machine, so that a hostile file (thousands of unclosed brackets, millions of one-line broken
-# blocks) costs seconds, not hours. Real files need a few million at most. Past it, what is left of the
-# file is judged as one block.
-SALVAGE_BUDGET = 20_000_000
-COMPILE_COST = 1_000  # a compile's own cost, in characters: 2.6 million broken lines took over 100 s
-
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # UTF-32 first: the UTF-32 LE BOM begins with the UTF-16 LE one.
 _BOMS = (
@@ -65,13 +56,9 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _COOKIE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")  # PEP 263, on line 1 or 2
-# Lines that continue the statement above them even though they start at column 0.
-_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
-_DEFINITION = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)")
 # Text codecs for domain names, not files: punycode decodes in quadratic time (1 MB: over 120 s of the
 # grader's CPU) and raises UnicodeError, not UnicodeDecodeError, on what it cannot read (a traceback).
 _NOT_FOR_SOURCE = frozenset(("punycode", "idna"))
-_INCOMPLETE_INPUT = "incomplete input"  # the message compile() gives under PyCF_ALLOW_INCOMPLETE_INPUT
 
 Reader = Callable[[], bytes]
 
@@ -85,69 +72,6 @@ class Submission:
     notes: tuple[str, ...]  # what intake did that the student should know, one sentence each
     broken: dict[str, str]  # top-level def/class name -> "line 12: invalid syntax", for definitions dropped
     syntax_error: str | None  # the original's first syntax error, "line 12: invalid syntax (`code`)", or None
-
-
-MAX_SHOWN_CHARS = 120
-_MARKDOWN = frozenset("\\`*[]<>|~&")  # what makes markdown mid-line: escaped wherever it appears
-_UNSHOWN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))  # controls, bidi and zero-width, separators
-
-
-def shown(text: str, limit: int = MAX_SHOWN_CHARS, markdown: bool = True) -> str:
-    """Text a submission chose (a file or member name, a declared encoding, an exception's message), as
-    it may appear in a message the student sees: control characters (ANSI escapes, and line breaks
-    unless `markdown` is off, where lines and tabs are kept), format characters (right-to-left
-    overrides and other bidi controls, zero-width characters) and line separators removed; for
-    markdown, its punctuation escaped with a backslash (no fake "**Score: 100 / 100**", no link, no
-    HTML, no table cell), and `_` too unless it sits inside a word (where it cannot emphasize); at most
-    `limit` characters. Every submission-chosen text of a message goes through here."""
-    kept = "".join(
-        c for c in str(text) if unicodedata.category(c) not in _UNSHOWN or (not markdown and c in "\n\t")
-    )
-    if len(kept) > limit:
-        kept = kept[: limit - 3] + "..."
-    if not markdown:
-        return kept
-    out = []
-    for i, c in enumerate(kept):
-        inside_word = 0 < i < len(kept) - 1 and kept[i - 1].isalnum() and kept[i + 1].isalnum()
-        out.append("\\" + c if c in _MARKDOWN or (c == "_" and not inside_word) else c)
-    return "".join(out)
-
-
-_ESCAPED = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # controls, bidi and zero-width, surrogates, separators
-_ASCII_CONTROLS = {True: re.compile("[\x00-\x08\x0b-\x1f\x7f]"), False: re.compile("[\x00-\x1f\x7f]")}
-ESCAPED_NOTE = (
-    "control characters and escape sequences in text from submissions are shown escaped (ESC as \\x1b), "
-    "never passed on"
-)
-
-
-def printable(text: str, lines: bool = True) -> str:
-    """Text a submission controls (what it printed, a file or folder name, an exception's message, a
-    name in an export), as a terminal, report.html or grades.csv may show it to a TA: every control
-    character (ESC, which starts the sequences that clear a screen, set a window's title or write the
-    clipboard; CR, which rewrites a line; the C1 controls), format character (bidi overrides,
-    zero-width) and line separator is written as Python would escape it ("\\x1b", "\\u202e"), so
-    that it does nothing and is still seen. With `lines`, newlines and tabs are kept (CRLF as a
-    newline); without, they are escaped too (one line). Whoever shows the result says once, where
-    anything was escaped, that it was (ESCAPED_NOTE). Every such text shown to a TA goes through here."""
-    text = str(text)
-    if lines:
-        text = text.replace("\r\n", "\n")
-    if text.isascii():  # the usual case, without a look at each character
-        return _ASCII_CONTROLS[lines].sub(lambda found: _escape(found[0]), text)
-    return "".join(
-        _escape(c) if unicodedata.category(c) in _ESCAPED and not (lines and c in "\n\t") else c for c in text
-    )
-
-
-def _escape(character: str) -> str:
-    return character.encode("unicode_escape").decode("ascii")
-
-
-def _q(name: str) -> str:
-    """A submission-chosen name, quoted for a message."""
-    return f"'{shown(name)}'"
 
 
 class IntakeError(KitError):
@@ -173,90 +97,44 @@ class _Unreadable(Exception):
 def read_submission(path: Path, module_name: str = MODULE) -> Submission:
     """The lab module inside the submission at `path` (a .py file, a folder or a zip), decoded and
     compiled, or salvaged when it does not compile. Raises IntakeError when nothing can be graded."""
-    path = Path(path)
     wanted = f"{module_name}.py"
-    if not path.exists():  # named by its name, never where it lies (a private copy's random folder)
-        raise IntakeError(f"{_q(path.name)} does not exist: submit {wanted}")
+    found_as, data = chosen_module(path, module_name)
     try:
-        with _members(path) as (members, where):
-            found_as = _choose(list(members), module_name, where)
-            data = members[found_as]()
         if len(data) > MAX_MODULE_BYTES:
             raise _Unreadable(
-                f"{_q(found_as)} is larger than 1 MB, more than a lab module needs", "with your code alone"
+                f"{quoted(found_as)} is larger than 1 MB, more than a lab module needs",
+                "with your code alone",
             )
         text, decoding_notes = _decode(data, found_as)
     except _Unreadable as error:
-        raise IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}") from error
-    notes = [] if _base(found_as) == wanted else [f"Graded {_q(found_as)} as {wanted}."]
+        raise _refused(error, wanted) from error
+    notes = [] if _base(found_as) == wanted else [f"Graded {quoted(found_as)} as {wanted}."]
     notes += decoding_notes
     try:
-        compiled = _compiled_apart(text, found_as) if os.name == "posix" else compiled_here(text, found_as)
-    except _TooComplex as error:
-        raise IntakeError(f"{_q(found_as)} {error}: submit {wanted} with plainer code") from None
-    source, broken, salvage_notes, syntax_error = compiled
+        source, broken, salvage_notes, syntax_error = compiled(text, found_as)
+    except TooComplex as error:
+        raise IntakeError(f"{quoted(found_as)} {error}: submit {wanted} with plainer code") from None
     return Submission(source, found_as, tuple(notes + salvage_notes), broken, syntax_error)
 
 
-Compiled = tuple[str, dict[str, str], list[str], "str | None"]  # source, broken, notes, syntax_error
-
-
-def compiled_here(text: str, found_as: str) -> Compiled:
-    """The module's text compiled, in this process: itself when it compiles, else salvaged."""
-    original = _compile_problem(text, found_as)
-    if original is None:
-        return text, {}, [], None
-    source, broken, salvage_notes = _salvage(text, found_as)
-    return source, broken, salvage_notes, _with_code(original, text)
-
-
-# Compiling a submission is the grader's own work on text a student chose, so it runs in a process of its
-# own with its own bounds: CPython's compiler has crashed the grader (3.11: a segmentation fault on a
-# comprehension of 60,000 `for` clauses, 948 KB) and spent hundreds of MB and seconds on what 1 MB holds.
-COMPILE_MEMORY = 2 << 30  # the compiling process's address space
-COMPILE_SECONDS = 60  # its CPU time; a real module takes well under a second, a hostile one a few
-_COMPILER = (
-    "import json, resource, sys\n"
-    "resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
-    "resource.setrlimit(resource.RLIMIT_CPU, ({seconds}, {seconds}))\n"
-    "sys.path.insert(0, sys.argv[1])\n"
-    "from grader.intake import compiled_here\n"
-    "asked = json.load(sys.stdin)\n"
-    "json.dump(compiled_here(asked['text'], asked['found_as']), sys.stdout)\n"
-)
-
-
-class _TooComplex(Exception):
-    """The compiling process died or overran: what the student is told, after the file's name."""
-
-
-def _compiled_apart(text: str, found_as: str) -> Compiled:
-    """`compiled_here` in a child process bounded by COMPILE_MEMORY and COMPILE_SECONDS (of CPU; twice
-    that of wall-clock time). A child that crashes, runs out of memory or time is _TooComplex; one
-    that cannot be started, or fails otherwise, is the grader's problem (KitError)."""
-    import subprocess
-    import sys
-
-    kit = str(Path(__file__).resolve().parents[1])
-    code = _COMPILER.format(memory=COMPILE_MEMORY, seconds=COMPILE_SECONDS)
-    asked = json.dumps({"text": text, "found_as": found_as})
-    command = [sys.executable, "-I", "-S", "-c", code, kit]
+def chosen_module(path: Path, module_name: str = MODULE) -> tuple[str, bytes]:
+    """The lab module of the submission at `path`, chosen by intake's rule (the one every grading uses):
+    its path inside the submission (posix) and its bytes, unread beyond it. Raises IntakeError when no
+    module can be chosen or read."""
+    path = Path(path)
+    wanted = f"{module_name}.py"
+    if not path.exists():  # named by its name, never where it lies (a private copy's random folder)
+        raise IntakeError(f"{quoted(path.name)} does not exist: submit {wanted}")
     try:
-        run = subprocess.run(
-            command, input=asked, capture_output=True, text=True, timeout=2 * COMPILE_SECONDS, cwd="/"
-        )
-    except subprocess.TimeoutExpired:
-        raise _TooComplex(f"took Python's compiler more than {2 * COMPILE_SECONDS} s") from None
-    except OSError as error:
-        raise KitError(f"the grader could not start a process to compile the submission: {error}") from None
-    if run.returncode == 0:
-        source, broken, notes, syntax_error = json.loads(run.stdout)
-        return source, broken, notes, syntax_error
-    if run.returncode < 0 or "MemoryError" in run.stderr:  # a crash, the CPU or memory limit
-        raise _TooComplex(
-            "is too large or too deeply nested for Python's compiler (it crashed or ran out of memory)"
-        )
-    raise KitError(f"compiling the submission failed in the grader: {run.stderr.strip()[-500:]}")
+        with _members(path) as (members, where):
+            found_as = _choose(list(members), module_name, where)
+            return found_as, members[found_as]()
+    except _Unreadable as error:
+        raise _refused(error, wanted) from error
+
+
+def _refused(error: _Unreadable, wanted: str) -> IntakeError:
+    return IntakeError(f"{error}: submit {' '.join(filter(None, (wanted, error.remedy)))}")
 
 
 # --- the files of a submission ---------------------------------------------------------------------------
@@ -269,7 +147,9 @@ def _members(path: Path) -> Iterator[tuple[dict[str, Reader], str]]:
     if path.is_dir():
         yield _folder_members(path), "the submission"
     elif not path.is_file():
-        raise _Unreadable(f"{_q(path.name)} is neither a file nor a folder (a pipe, a device or a socket)")
+        raise _Unreadable(
+            f"{quoted(path.name)} is neither a file nor a folder (a pipe, a device or a socket)"
+        )
     elif _is_zip(path) or path.suffix.lower() == ".zip":  # a damaged zip is named as one
         with _open_zip(path) as archive:
             yield _zip_members(archive, shown(path.name)), shown(path.name)
@@ -393,7 +273,7 @@ def _zip_members(archive: zipfile.ZipFile, label: str) -> dict[str, Reader]:
     files = [info for info in infos if not info.is_dir()]
     for info in files:
         if info.file_size > MAX_MEMBER_BYTES:
-            raise _Unreadable(f"{_q(info.filename)} in {label} is larger than 5 MB", "on its own")
+            raise _Unreadable(f"{quoted(info.filename)} in {label} is larger than 5 MB", "on its own")
     if sum(info.file_size for info in files) > MAX_TOTAL_BYTES:
         raise _Unreadable(f"{label} unpacks to more than 50 MB", "on its own")
     members: dict[str, Reader] = {}
@@ -416,7 +296,7 @@ def _skipped(name: str) -> bool:
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> bytes:
-    what = f"{_q(info.filename)} in {label}"
+    what = f"{quoted(info.filename)} in {label}"
     if info.flag_bits & 0x1:
         raise _Unreadable(f"{what} is password-protected", "without a password")
     try:
@@ -430,11 +310,11 @@ def _read_file(path: Path, name: str, within: Path | None = None) -> bytes:
     try:
         stream = _open_regular(path, within)
         if stream is None:
-            raise _Unreadable(f"{_q(name)} is not a regular file", "as a regular file")
+            raise _Unreadable(f"{quoted(name)} is not a regular file", "as a regular file")
         with stream:
-            return _read_capped(stream, _q(name))
+            return _read_capped(stream, quoted(name))
     except OSError as error:
-        raise _Unreadable(f"could not read {_q(name)} ({error.strerror})", "again") from error
+        raise _Unreadable(f"could not read {quoted(name)} ({error.strerror})", "again") from error
 
 
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # POSIX: Windows has neither
@@ -606,7 +486,7 @@ def _depth_then_name(name: str) -> tuple[int, str]:
 
 
 def _listed(names: list[str]) -> str:
-    return _and([_q(name) for name in names])
+    return in_words([quoted(name) for name in names])
 
 
 # --- decoding --------------------------------------------------------------------------------------------
@@ -615,7 +495,7 @@ def _listed(names: list[str]) -> str:
 def _decode(data: bytes, found_as: str) -> tuple[str, list[str]]:
     """The module's text (LF line endings, no BOM) and notes on what decoding had to repair."""
     encoding, body, notes = _encoding(data, found_as)
-    not_text = _Unreadable(f"{_q(found_as)} is not a text file", "as Python source")
+    not_text = _Unreadable(f"{quoted(found_as)} is not a text file", "as Python source")
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as error:
@@ -624,14 +504,14 @@ def _decode(data: bytes, found_as: str) -> tuple[str, list[str]]:
             raise not_text from error
         line = _lf(body[: error.start].decode(encoding, "replace")).count("\n") + 1
         notes.append(
-            f"Line {line} of {_q(found_as)} has bytes that are not valid {_display(encoding)} "
+            f"Line {line} of {quoted(found_as)} has bytes that are not valid {_display(encoding)} "
             f"(they were replaced by \ufffd): save the file as UTF-8."
         )
     if "\x00" in text:
         raise not_text
     text = _lf(text.removeprefix("\ufeff"))
     if not text.strip():
-        raise _Unreadable(f"{_q(found_as)} is empty", "with your code in it")
+        raise _Unreadable(f"{quoted(found_as)} is empty", "with your code in it")
     return _declared_utf8(text), notes
 
 
@@ -654,7 +534,7 @@ def _encoding(data: bytes, found_as: str) -> tuple[str, bytes, list[str]]:
         names = [match.group(2) for _, match in _cookies([line.decode("latin-1") for line in head])]
         if not names:
             return "utf-8", data, []
-        file, unknown = _q(found_as), _q(names[0])
+        file, unknown = quoted(found_as), quoted(names[0])
         note = (
             f"{file} declares an encoding ({unknown}) that Python does not know or that is not for source "
             "files, so it was read as UTF-8."
@@ -712,239 +592,3 @@ def _lf(text: str) -> str:
 
 def _display(encoding: str) -> str:
     return encoding.upper().removesuffix("-SIG")
-
-
-# --- compiling and salvage -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Problem:
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
-@dataclass(frozen=True)
-class _Block:
-    start: int  # index of its first line
-    end: int  # index after its last line
-
-
-_Dropped = tuple[_Block, _Problem]
-
-
-def _compile_problem(source: str, filename: str, first_line: int = 1, flags: int = 0) -> _Problem | None:
-    """Why `source` (the file's lines from `first_line` on) does not compile, or None when it does."""
-    try:
-        with warnings.catch_warnings():
-            # A warning (an invalid escape, `is` with a literal) is not an error, even under -W error.
-            warnings.simplefilter("ignore")
-            compile(source, filename, "exec", flags, dont_inherit=True)
-    except SyntaxError as error:
-        return _Problem(first_line - 1 + (error.lineno or 1), _shift_lines(error.msg, first_line - 1))
-    except (RecursionError, MemoryError):
-        # The compiler runs out of stack on very deep expressions: too deep for Python, not invalid syntax.
-        return _Problem(first_line, "too deeply nested to compile")
-    return None
-
-
-def _shift_lines(message: str, offset: int) -> str:
-    # A block is compiled alone, so the "line N" inside messages ("detected at line 3") counts from it.
-    return re.sub(r"\bline (\d+)", lambda m: f"line {int(m.group(1)) + offset}", message)
-
-
-def _with_code(problem: _Problem, text: str) -> str:
-    lines = text.split("\n")
-    code = lines[problem.line - 1].strip() if 0 < problem.line <= len(lines) else ""
-    if not code:
-        return str(problem)
-    return f"{problem} (`{code if len(code) <= 60 else code[:57] + '...'}`)"
-
-
-def _salvage(text: str, filename: str) -> tuple[str, dict[str, str], list[str]]:
-    """The text with every top-level block that does not compile blanked out (line numbers unchanged),
-    the dropped definitions with their own errors, and the notes that say so."""
-    lines = text.split("\n")
-    salvager = _Salvager(lines, filename)
-    kept, dropped = salvager.triage()
-    source = salvager.reassemble(kept, dropped)
-    broken = _broken(lines, kept, dropped)
-    return source, broken, _salvage_notes(lines, broken, dropped, filename)
-
-
-class _Salvager:
-    """Sorts a module's top-level blocks into those that compile and those that do not."""
-
-    def __init__(self, lines: list[str], filename: str):
-        self.lines = lines
-        self.filename = filename
-        self.blocks = _top_level_blocks(lines)
-        self.budget = SALVAGE_BUDGET
-
-    def triage(self) -> tuple[list[_Block], list[_Dropped]]:
-        kept: list[_Block] = []
-        dropped: list[_Dropped] = []
-        i = 0
-        while i < len(self.blocks):
-            if self.budget <= 0:  # the rest as one block: one compile more, whatever it holds
-                problem = self._problem(i, len(self.blocks) - 1)
-                unit = _Block(self.blocks[i].start, self.blocks[-1].end)
-                kept.append(unit) if problem is None else dropped.append((unit, problem))
-                break
-            own = self._problem(i, i)
-            stop, problem = (i + 1, None) if own is None else self._join(i, own)
-            unit = _Block(self.blocks[i].start, self.blocks[stop - 1].end)
-            if problem is None:
-                kept.append(unit)
-            else:
-                dropped.append((unit, problem))
-            i = stop
-        return kept, dropped
-
-    def _join(self, i: int, own: _Problem) -> tuple[int, _Problem | None]:
-        """Block i does not compile alone; it may end early because a string or a bracket holds a
-        column-0 line (a docstring's text, black's `) -> int:`). Join the blocks that follow while the text
-        stays incomplete. Returns where the unit ends (it is blocks i..stop-1) and its problem, None when
-        the join compiles."""
-        if not _incomplete(self._problem(i, i, incomplete=True)):
-            return i + 1, own  # broken, not merely unfinished
-        for last in range(i + 1, len(self.blocks)):
-            if self.budget <= 0:
-                break
-            problem = self._problem(i, last, incomplete=True)
-            if problem is None:
-                return last + 1, None
-            if _incomplete(problem):
-                continue
-            # Block i was still open when block `last` broke the join: when `last` is a fine start of
-            # code, block i is what is wrong (an unclosed bracket); else `last` continued it.
-            fresh = self._problem(last, last, incomplete=True)
-            if fresh is None or _incomplete(fresh):
-                return last, own
-            return last + 1, problem
-        # Still open at the end of the file (an unclosed string): what follows it is probably code.
-        return i + 1, own
-
-    def _problem(self, first: int, last: int, incomplete: bool = False) -> _Problem | None:
-        """Why blocks first..last do not compile together, with the file's line numbers; or None."""
-        start = self.blocks[first].start
-        return self._compile("\n".join(self.lines[start : self.blocks[last].end]), start + 1, incomplete)
-
-    def reassemble(self, kept: list[_Block], dropped: list[_Dropped]) -> str:
-        """The kept blocks back on their own lines. A block that compiles alone but not with the others (a
-        __future__ import after another statement) is dropped too, until the whole compiles."""
-        while kept:
-            source = _assemble(self.lines, kept)
-            problem = self._compile(source, 1)
-            if problem is None:
-                return source
-            if self.budget <= 0:
-                dropped.extend((block, problem) for block in kept)
-                kept.clear()
-                break
-            culprit = max((b for b in kept if b.start < problem.line), key=lambda b: b.start, default=kept[0])
-            kept.remove(culprit)
-            dropped.append((culprit, problem))
-        return _assemble(self.lines, kept)
-
-    def _compile(self, text: str, first_line: int, incomplete: bool = False) -> _Problem | None:
-        self.budget -= len(text) + COMPILE_COST
-        # in codeop since Python 3.9, but not in its type stubs
-        flags = codeop.PyCF_ALLOW_INCOMPLETE_INPUT if incomplete else 0  # type: ignore[attr-defined]
-        return _compile_problem(text, self.filename, first_line, flags)
-
-
-def _incomplete(problem: _Problem | None) -> bool:
-    return problem is not None and problem.message == _INCOMPLETE_INPUT
-
-
-def _top_level_blocks(lines: list[str]) -> list[_Block]:
-    """The module cut before each line that starts a top-level statement; decorators go with what they
-    decorate, and else/elif/except/finally with the statement they continue."""
-    starts = [0]
-    decorating = False
-    for i, line in enumerate(lines):
-        if not _starts_statement(line):
-            continue
-        if not decorating and i > 0:
-            starts.append(i)
-        decorating = line.startswith("@")
-    ends = starts[1:] + [len(lines)]
-    return [_Block(start, end) for start, end in zip(starts, ends, strict=True)]
-
-
-def _starts_statement(line: str) -> bool:
-    return bool(line) and not line[0].isspace() and not line.startswith("#") and not _CONTINUATION.match(line)
-
-
-def _assemble(lines: list[str], kept: Iterable[_Block]) -> str:
-    out = [""] * len(lines)
-    for block in kept:
-        out[block.start : block.end] = lines[block.start : block.end]
-    return "\n".join(out)
-
-
-def _broken(lines: list[str], kept: list[_Block], dropped: list[_Dropped]) -> dict[str, str]:
-    """Dropped definitions by name, unless a later kept block defines the name again: as in Python, the
-    last definition is the one that counts."""
-    events: list[tuple[int, str | None, _Problem | None]]
-    events = [(block.start, _defined_name(lines, block), None) for block in kept]
-    events += [(block.start, _defined_name(lines, block), problem) for block, problem in dropped]
-    broken: dict[str, str] = {}
-    for _, name, problem in sorted(events, key=lambda event: event[0]):
-        if name is not None:
-            broken.pop(name, None)
-            if problem is not None:
-                broken[name] = str(problem)
-    return broken
-
-
-def _defined_name(lines: list[str], block: _Block) -> str | None:
-    """The name a block defines when it is a def or class statement (its decorators aside)."""
-    for line in lines[block.start : block.end]:
-        if _starts_statement(line) and not line.startswith("@"):
-            match = _DEFINITION.match(line)
-            return match.group(1) if match else None
-    return None
-
-
-def _salvage_notes(
-    lines: list[str], broken: dict[str, str], dropped: list[_Dropped], filename: str
-) -> list[str]:
-    notes = []
-    if broken:
-        items = _and([f"{name} ({where})" for name, where in broken.items()])
-        why = "it has a syntax error" if len(broken) == 1 else "they have syntax errors"
-        notes.append(f"Could not grade {items}: {why}; the rest of {_q(filename)} was graded.")
-    # What `broken` does not tell: dropped statements, and definitions that a later one replaces anyway.
-    others = [(b, p) for b, p in dropped if broken.get(_defined_name(lines, b) or "") != str(p)]
-    if others:
-        spans = _and([_span(lines, block, problem) for block, problem in _coalesced(others)])
-        notes.append(f"Left out {spans} of {_q(filename)} because of a syntax error.")
-    return notes
-
-
-def _coalesced(dropped: Iterable[_Dropped]) -> list[_Dropped]:
-    """Adjacent dropped blocks as one, with the first one's problem."""
-    merged: list[_Dropped] = []
-    for block, problem in sorted(dropped, key=lambda item: item[0].start):
-        if merged and merged[-1][0].end == block.start:
-            merged[-1] = (_Block(merged[-1][0].start, block.end), merged[-1][1])
-        else:
-            merged.append((block, problem))
-    return merged
-
-
-def _span(lines: list[str], block: _Block, problem: _Problem) -> str:
-    last = max((i for i in range(block.start, block.end) if lines[i].strip()), default=block.start)
-    where = f"line {block.start + 1}" if last == block.start else f"lines {block.start + 1}-{last + 1}"
-    detail = problem.message if problem.line == block.start + 1 == last + 1 else str(problem)
-    return f"{where} ({detail})"
-
-
-def _and(items: list[str], limit: int = 5) -> str:
-    if len(items) > limit:
-        return f"{', '.join(items[:limit])} and {len(items) - limit} more"
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

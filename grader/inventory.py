@@ -25,8 +25,8 @@ from grader.errors import KitError
 from grader.layout import MANIFEST, PROMISES, REFERENCE, SUITES
 from grader.manifest import load_manifest
 from grader.promises import load_promises, naming_problems, promise_files
+from grader.records import TestRecord
 from grader.reference import read_reference
-from grader.suites import TestRecord
 
 INVENTORY = Path("tests/inventory.json")
 

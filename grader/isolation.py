@@ -28,6 +28,7 @@ from pathlib import Path
 from grader import cgroup, landlock, mounts, seccomp
 from grader.errors import KitError
 from grader.intake import copy_as_read
+from grader.libc import c_library
 from grader.mounts import remove_tree
 
 LAYERS_OFF = "OPTLAB_LAYERS_OFF"
@@ -166,9 +167,8 @@ def _namespaces_allowed() -> bool:
 def unshare_function():
     """unshare(NAMESPACE_FLAGS) through libc (Python's os.unshare is 3.12+), prepared in the parent so the
     forked child imports nothing; raises OSError. None where libc has no unshare (not Linux)."""
-    try:
-        call = ctypes.CDLL(None, use_errno=True).unshare
-    except (OSError, AttributeError):
+    call = getattr(c_library(), "unshare", None)
+    if call is None:
         return None
 
     def unshare() -> None:
@@ -356,8 +356,8 @@ def _remove_sysv_ipc(uid: int) -> None:
         "    remover, ident = item.split(':')\n"
         "    getattr(libc, remover)(int(ident), 0, None)\n"
     )
-    libc = ctypes.CDLL(None, use_errno=True)
-    for kind, ident in left:
+    libc = c_library()
+    for kind, ident in left if libc is not None else ():
         getattr(libc, SYSVIPC[kind])(ident, 0, None)
     left = owned()
     if left and os.geteuid() == 0:

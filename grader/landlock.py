@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from grader.libc import c_library
+
 # The landlock syscalls come from the generic table: the same numbers on x86_64 and aarch64 (and every
 # other architecture that has them).
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -117,23 +119,9 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-@lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        # Our own CDLL object: restype set on its functions does not leak into other ctypes users.
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        libc.prctl.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
 def _syscall(number: int, *args: object) -> int:
     """libc's syscall(2); every integer is passed as a C long (the call is variadic). OSError on -1."""
-    libc = _libc()
+    libc = c_library()
     if libc is None:
         raise OSError(errno.ENOSYS, "Landlock needs Linux")
     ctypes.set_errno(0)
@@ -163,7 +151,7 @@ class Ruleset:
         attr = _RulesetAttr(handled_fs, handled_net, scoped)
         self._fd = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), _attr_size(abi), 0)
         os.set_inheritable(self._fd, False)  # the kernel sets O_CLOEXEC already; say it, never pass it on
-        libc = _libc()
+        libc = c_library()
         if libc is None:  # unreachable: the ruleset's syscall above needs libc
             raise OSError(errno.ENOSYS, "Landlock needs Linux")
         # Everything enforce() passes, made here: the child only calls.

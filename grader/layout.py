@@ -27,15 +27,16 @@ ZIP_KIT = "files/optlab"  # the kit inside autograder.zip: /autograder/source/fi
 # grader modules by where they ship (names without .py)
 WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
-    "__init__", "audit", "cgroup", "codec", "errors", "expect", "intake", "isolation", "landlock", "layout",
-    "local", "mounts", "promises", "protocol", "pytest_plugin", "sandbox", "scoring", "seccomp", "student",
-    "worker",
+    "__init__", "audit", "cgroup", "codec", "compiling", "confinement", "deadlines", "errors", "expect",
+    "intake", "isolation", "landlock", "layout", "libc", "limits", "local", "mounts", "promises", "protocol",
+    "pytest_plugin", "reference_worker", "sandbox", "scoring", "seccomp", "student", "untrusted", "worker",
 )  # fmt: skip
 GRADING_MODULES = (
-    "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "errors", "expect", "grading",
-    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts", "otter_plugin",
-    "otter_submission", "promises", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring",
-    "seccomp", "student", "suites", "worker",
+    "__init__", "__main__", "audit", "cgroup", "cli", "codec", "compiling", "confinement", "contract",
+    "deadlines", "errors", "expect", "grading", "intake", "inventory", "isolation", "landlock", "layout",
+    "libc", "limits", "local", "manifest", "mounts", "otter_plugin", "otter_submission", "promises",
+    "protocol", "pytest_plugin", "records", "reference", "reference_worker", "results", "sandbox", "scoring",
+    "seccomp", "student", "suites", "untrusted", "worker",
 )  # fmt: skip
 
 

@@ -36,6 +36,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from grader.libc import c_library
+
 CLONE_NEWNS = 0x00020000
 MS_RDONLY = 1
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
@@ -53,13 +55,6 @@ QUOTA_MAX_SECONDS = 0.5
 SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
 
 
-def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
 def _mount(libc: ctypes.CDLL, source: bytes | None, target: bytes, fstype: bytes | None, flags: int,
            data: bytes | None) -> None:  # fmt: skip
     if libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
@@ -72,7 +67,7 @@ def mounts_allowed(writable: tuple[str, ...]) -> bool:
     """Whether this process may give a worker its view (`WorkerView`, covering `writable`) on a scratch
     tmpfs, and make the sandboxes' folder: tried once in a forked child, in a mount namespace of its
     own, so nothing is mounted here."""
-    libc = _libc()
+    libc = c_library()
     if libc is None or os.geteuid() != 0 or not hasattr(os, "fork"):
         return False
     try:
@@ -116,7 +111,7 @@ def sandboxes() -> Path:
 def mount_scratch(work: Path, uid: int, size_bytes: int, files: int) -> None:
     """Mount a tmpfs of `size_bytes` and `files` inodes on the empty folder `work`, owned by `uid`
     (mode 700); OSError where the machine refuses."""
-    libc = _libc()
+    libc = c_library()
     if libc is None:
         raise OSError("no libc: no mounts")
     options = f"size={size_bytes},nr_inodes={files},mode=0700,uid={uid},gid={uid}"
@@ -125,7 +120,7 @@ def mount_scratch(work: Path, uid: int, size_bytes: int, files: int) -> None:
 
 def unmount_scratch(work: Path) -> None:
     """Detach the scratch tmpfs at `work` (its memory is freed once no process holds a file of it)."""
-    libc = _libc()
+    libc = c_library()
     if libc is not None:
         libc.umount2(os.fsencode(work), MNT_DETACH)
 
@@ -165,7 +160,7 @@ def unmount_stale(uid: int) -> None:
     killed before it closed), and remove the sandbox folder it was in. A sandbox a live grader holds is
     never touched, even where that grader's worker runs under the same uid (another kit's lease folder,
     another PID namespace)."""
-    libc = _libc()
+    libc = c_library()
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
@@ -201,7 +196,7 @@ class WorkerView:
     Everything it needs is prepared here, in the grader."""
 
     def __init__(self, scratch: Path, writable: Iterable[str]):
-        libc = _libc()
+        libc = c_library()
         if libc is None:
             raise OSError("no libc: no mounts")
         self.libc = libc

@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from grader.intake import IntakeError, _choose, _members, _Unreadable
+from grader.intake import IntakeError, chosen_module
 from grader.isolation import remove_tree
 from grader.layout import MODULE
 
@@ -48,13 +48,11 @@ def take_submission(autograder_dir: Path) -> Path:
 def _keep_module(received: Path, module: Path) -> None:
     """Write the module that intake chooses in `received` to `module`/its path; nothing when none."""
     try:
-        with _members(received) as (members, where):
-            found_as = _choose(list(members), MODULE, where)
-            data = members[found_as]()
+        found_as, data = chosen_module(received, MODULE)
         target = module / found_as
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    except (IntakeError, _Unreadable, OSError):
+    except (IntakeError, OSError):
         shutil.rmtree(module, ignore_errors=True)
 
 

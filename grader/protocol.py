@@ -28,8 +28,8 @@ from grader.codec import Codec, CodecError, update_in_place
 # under it) takes about as long again to wake; polling for this long makes a round trip 3 to 5 times faster.
 SPIN_SECONDS = 200e-6
 
-# The page the grader shares with the reference's worker (grader.sandbox.ReferenceWorker): byte 0 names the
-# open call (0: none); these four bytes count the calls opened and closed (little-endian, wrapping).
+# The page the grader shares with the reference's worker (grader.reference_worker.ReferenceWorker): byte 0
+# names the open call (0: none); these four bytes count the calls opened and closed (little-endian, wrapping).
 CALL_COUNT = slice(4, 8)
 
 # How a call's failure says that the module never imported (grader.worker, grader.sandbox): every check

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from grader.intake import ESCAPED_NOTE, IntakeError, Submission, printable, read_submission
+from grader.intake import IntakeError, Submission, read_submission
 from grader.isolation import protect_kit
 from grader.layout import LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT, SUITES
 from grader.local import (
@@ -46,6 +46,7 @@ from grader.local import (
 )
 from grader.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
 from grader.student import Student, in_process_student, sandboxed_student, unanswerable_student
+from grader.untrusted import ESCAPED_NOTE, PrintedLines, printable
 from grader.worker import load_module
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
@@ -299,13 +300,15 @@ def _limits(config: pytest.Config, manifest) -> Limits:
 
 class _EchoOutput:
     """The sandbox as the Student's link, which after each call writes what the worker printed during
-    it to this process's stdout: pytest shows it under a failing test (or at once with -s)."""
+    it to this process's stdout: pytest shows it under a failing test (or at once with -s), escaped and
+    every line marked (grader.untrusted.PrintedLines), so none of it passes for the grader's verdict."""
 
     def __init__(self, sandbox):
         self.sandbox = sandbox
         self._offset = 0
         self._handle: Any = None  # opened at the first call after the worker made the file, then kept
         self._noted = False  # whether it said that it escaped what the worker printed
+        self._lines = PrintedLines()
 
     def send(self, message: dict) -> dict:
         try:
@@ -338,7 +341,7 @@ class _EchoOutput:
             if shown != text and not self._noted:
                 self._noted = True
                 sys.stdout.write(f"({ESCAPED_NOTE})\n")
-            sys.stdout.write(shown)
+            sys.stdout.write(self._lines.mark(shown))
             sys.stdout.flush()
 
 

@@ -35,10 +35,10 @@ from pathlib import Path
 
 from grader.batch import COMPLETED, CRASHED, INTERRUPTED, Outcome
 from grader.grades import Change
-from grader.intake import ESCAPED_NOTE, printable
 from grader.manifest import Exercise
 from grader.scoring import points_text
 from grader.student_page import PAGE_HTML
+from grader.untrusted import ESCAPED_NOTE, printable
 
 TOP_FAILURES = 5
 HARDEST = 25  # checks listed at once; the rest folded away
@@ -578,7 +578,7 @@ def _data_uri(path: Path) -> str:
 
 def _e(text: object) -> str:
     """Text for the page: HTML-escaped, and one line with its control characters shown escaped
-    (grader.intake.printable)."""
+    (grader.untrusted.printable)."""
     return html.escape(printable(str(text), lines=False), quote=True)
 
 

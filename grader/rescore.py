@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from grader.inventory import account_for
 from grader.manifest import Manifest
 from grader.promises import inventory_promises
+from grader.records import TestRecord
 from grader.results import results_document
 from grader.scoring import score_suites
-from grader.suites import TestRecord
 
 _SCORES = ("points_possible", "exercises")  # what results_document derives from the scores
 

@@ -30,10 +30,10 @@ import secrets
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from grader.intake import shown
 from grader.protocol import import_headline
+from grader.records import TestRecord
 from grader.scoring import SuiteScore, cents, points_text, total
-from grader.suites import TestRecord
+from grader.untrusted import shown
 
 MAX_BYTES = 1_000_000
 MAX_FAILURES_SHOWN = 5

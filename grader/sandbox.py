@@ -1,44 +1,41 @@
 """The sandbox: the grader's end of a worker process, the only place where submitted code runs.
 
-The worker is a fresh interpreter started with no site-packages, no user site and no script folder on
-its path (so a submitted conftest.py, sitecustomize.py, hypothesis.py or pytest.py never loads), a fixed
-hash seed and a clean environment, in its own session, inside a scratch folder that holds only a copy of
-the module and the worker's runtime. The operating system confines it, with every layer this machine
-has (grader.isolation): as root, a uid of its own (leased for the sandbox's life; no other worker shares
-it) and network and IPC namespaces of its own; where the machine allows mounts, a scratch tmpfs of the
-disk quota and a view of the filesystem of its own (grader.mounts: read-only but its scratch, which is
-also its /tmp, /dev/shm and the like; /proc showing only its own processes); Landlock (reading only the
-interpreter, its stdlib and the runtime, writing only its scratch folder, no TCP, signals and abstract
-sockets scoped to itself); rlimits (address space, data, CPU, no process or thread, file size, open
-files); as root where the machine allows it, a memory cgroup of its own, which also counts memfd, shared
-memory and tmpfs pages; a seccomp filter (no socket of any family, no memfd, SysV or POSIX IPC, io_uring,
-ptrace or namespace); the parent-death signal. Its disk use is watched by the grader (a statvfs of the
-tmpfs, or a walk) while it waits for the worker and at each answer: past its quota the worker is ended,
-and the next starts on an empty disk.
-The audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
+The worker is a fresh interpreter started with no site-packages, no user site and no script folder on its
+path (so a submitted conftest.py, sitecustomize.py, hypothesis.py or pytest.py never loads), a fixed hash
+seed and a clean environment, in its own session, inside a scratch folder that holds only a copy of the
+module and the worker's runtime. The operating system confines it, with every layer this machine has
+(grader.isolation; the worker applies them to itself between fork and exec, grader.confinement): as root,
+a uid of its own (leased for the sandbox's life; no other worker shares it) and network and IPC namespaces
+of its own; where the machine allows mounts, a scratch tmpfs of the disk quota and a view of the
+filesystem of its own (grader.mounts: read-only but its scratch, which is also its /tmp, /dev/shm and the
+like; /proc showing only its own processes); Landlock (reading only the interpreter, its stdlib and the
+runtime, writing only its scratch folder, no TCP, signals and abstract sockets scoped to itself); rlimits
+(address space, data, CPU, no process or thread, file size, open files); as root where the machine allows
+it, a memory cgroup of its own, which also counts memfd, shared memory and tmpfs pages; a seccomp filter
+(no socket of any family, no memfd, SysV or POSIX IPC, io_uring, ptrace or namespace); the parent-death
+signal. Its disk use is watched by the grader (a statvfs of the tmpfs, or a walk) while it waits for the
+worker and at each answer: past its quota the worker is ended, and the next starts on an empty disk. The
+audit hook (grader.audit) is a tripwire inside the worker, not a boundary.
 
-Each call has a deadline, each exercise a budget in this sandbox, and the sandbox one for all it costs,
-all in CPU time (the workers' own from their start, the reference worker's on their behalf, the
-grader's work for their calls), each bounded in wall-clock time only as a backstop for code that
-sleeps: past one, the worker's process group is killed and the next call starts a fresh worker; each
-worker's RLIMIT_CPU is what is left of the sandbox's budget (`cpu_spent`, `cpu_left`).
-The deadline fires whatever the grader is doing for the call: reading
-queued messages (it is checked before each one), writing (every write is non-blocking, and waits only
-until the deadline), or serving the worker's requests; the worker's CPU time is read from its own CPU
-clock at every answer that comes after its budget in wall time too, so an answer that comes after the
-bound is refused however busy the grader was. What a call may ask of the grader is bounded as well:
-at most `Limits.callbacks` requests, of at most `Limits.callback_bytes` in all. When grading, a second
-worker runs the reference (`ReferenceWorker`) and answers the first one's reference requests directly,
-along the call graph of the open call.
-Closing the sandbox kills what is left of its uid and removes what that uid wrote anywhere it could
-write.
+Each call has a deadline (grader.deadlines), each exercise a budget in this sandbox, and the sandbox one
+for all it costs, all in CPU time (the workers' own from their start, the reference worker's on their
+behalf, the grader's work for their calls), each bounded in wall-clock time only as a backstop for code
+that sleeps: past one, the worker's process group is killed and the next call starts a fresh worker; each
+worker's RLIMIT_CPU is what is left of the sandbox's budget (`cpu_spent`, `cpu_left`). The deadline fires
+whatever the grader is doing for the call: reading queued messages (it is checked before each one),
+writing (every write is non-blocking, and waits only until the deadline), or serving the worker's
+requests; the worker's CPU time is read from its own CPU clock at every answer that comes after its budget
+in wall time too, so an answer that comes after the bound is refused however busy the grader was. What a
+call may ask of the grader is bounded as well: at most `Limits.callbacks` requests, of at most
+`Limits.callback_bytes` in all. When grading, a second worker runs the reference (grader.reference_worker)
+and answers the first one's reference requests directly, along the call graph of the open call. Closing
+the sandbox kills what is left of its uid and removes what that uid wrote anywhere it could write.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import mmap
 import os
 import queue
 import selectors
@@ -52,20 +49,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
-from grader import cgroup, isolation, landlock, mounts, seccomp
+from grader import cgroup, isolation, landlock, mounts
 from grader.codec import CodecError, dumps, loads
+from grader.confinement import SANDBOX_AVAILABLE, Confine
+from grader.deadlines import CPU_READABLE, Deadline, cpu_time
 from grader.errors import KitError
 from grader.layout import MODULE_FILE, WORKER_RUNTIME
-from grader.protocol import CALL_COUNT, IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
+from grader.limits import Limits
+from grader.protocol import IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
 
-try:
-    import resource
-except ImportError:  # not POSIX (Windows): no sandbox, but still a worker process with the deadlines
-    resource = None  # type: ignore[assignment]  # the module or None: SANDBOX_AVAILABLE tells which
-SANDBOX_AVAILABLE = resource is not None
 # What a student's own run lacks where there is no sandbox (a worker is then a plain process: `_Plain`)
 NO_SANDBOX = (
     "no sandbox on this system (no POSIX rlimits): your module runs in a process of its own, with the "
@@ -114,30 +110,19 @@ _BOOT = (
 )
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one worker. Seconds are wall-clock unless named cpu."""
+class Reference(Protocol):
+    """What a sandbox asks of the reference's worker that answers its worker (grader.reference_worker)."""
 
-    # CPU time decides every budget (a loaded machine or a neighbour costs no points): the worker's, the
-    # reference worker's on its behalf, and the grader's decoding of its answers
-    call_seconds: float = 3.0  # one call's
-    import_seconds: float = 10.0  # the worker's, to import the module
-    wall_factor: float = 4.0  # and at most this many times a call's in wall-clock time
-    # and this many times the import's, an exercise's or the sandbox's: a backstop for code that sleeps,
-    # generous enough for CPU-bound code on a machine loaded tenfold (a neighbour must never cost points)
-    backstop_factor: float = 10.0
-    exercise_seconds: float = 20.0  # one exercise's calls in one sandbox (one suite)
-    run_seconds: float = 300.0  # the whole sandbox: every worker it started, idle time included
-    memory_bytes: int = 1 << 30  # address space and data (rlimits); resident memory (a cgroup, where made)
-    cpu_seconds: int = 300
-    file_bytes: int = 16 << 20
-    scratch_bytes: int = 64 << 20  # what the worker may hold on disk (its scratch folder's quota)
-    scratch_files: int = 4096  # and how many files and folders
-    open_files: int = 64
-    output_bytes: int = 1 << 20  # what is kept of the worker's stdout+stderr
-    message_bytes: int = 4 << 20  # one message from the worker (decoded, 4 MB of JSON is at most ~100 MB)
-    callbacks: int = 1000  # requests one call may send the grader (a test's proposer: 60 at most)
-    callback_bytes: int = 8 << 20  # and their size in all (what the test's callables may keep of them)
+    cpu_left: Callable[[], float] | None
+
+    def pair(self) -> tuple[int, int]: ...
+    def spawn(self) -> None: ...
+    def open_call(self, function: str) -> dict | None: ...
+    def close_call(self) -> None: ...
+    def ended(self) -> bool: ...
+    def cpu_spent(self) -> float: ...
+    def end(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class Sandbox:
@@ -155,7 +140,7 @@ class Sandbox:
         serve_request: Callable[[dict], dict],
         limits: Limits | None = None,
         broken: dict[str, str] | None = None,
-        reference: ReferenceWorker | None = None,
+        reference: Reference | None = None,
     ):
         self.limits = limits or Limits()
         self.serve_request = serve_request
@@ -293,7 +278,7 @@ class Sandbox:
         """CPU seconds this sandbox has cost so far: every worker it started (from its start: its import,
         its calls and whatever it did between them), the reference worker's on its behalf, and the
         grader's work for its calls (the requests it served, the answers it decoded)."""
-        live = _cpu_time(self._process.pid) if self._process is not None and _CPU_READABLE else 0.0
+        live = cpu_time(self._process.pid) if self._process is not None and CPU_READABLE else 0.0
         reference = self.reference.cpu_spent() if self.reference is not None else 0.0
         serving = time.thread_time() - self._serving_since if self._serving_since is not None else 0.0
         return self._cpu_ended + live + reference + self._cpu_grader + serving
@@ -302,7 +287,7 @@ class Sandbox:
         """CPU seconds left of the sandbox's budget (`Limits.run_seconds`)."""
         return self.limits.run_seconds - self.cpu_spent()
 
-    def _timed_out(self, message: dict, deadline: _Deadline) -> dict:
+    def _timed_out(self, message: dict, deadline: Deadline) -> dict:
         """End the worker whose call ran past `deadline`; the call's answer says whose time ran out."""
         name, why, scope = message.get("function", "the call"), deadline.overrun(), deadline.scope()
         self._kill(f"{name} timed out")
@@ -520,7 +505,7 @@ class Sandbox:
                 cwd=self.work,
                 env=_worker_environment(self.work),
                 start_new_session=True,
-                preexec_fn=_Confine(
+                preexec_fn=Confine(
                     self._spawn_limits(), self.layers, self.lease, self._ruleset, self._memory, self.work
                 ),
             )
@@ -606,7 +591,7 @@ class Sandbox:
         self._ready = True
         return None
 
-    def _post(self, message: dict, deadline: _Deadline) -> bool:
+    def _post(self, message: dict, deadline: Deadline) -> bool:
         """Write one message to the worker; False once `deadline` has passed with the worker's pipe still
         full (a worker that does not read its answers)."""
         data = memoryview(dumps(message).encode("utf-8") + b"\n")
@@ -624,7 +609,7 @@ class Sandbox:
 
     def _deadline(
         self, cpu_seconds: float, exercise: int | None = None, since: float | None = None
-    ) -> _Deadline:
+    ) -> Deadline:
         """A call's deadline, or with `since` (a monotonic time) one that counts the worker's CPU time from
         its start and the wall time from `since`."""
         limits, pid = self.limits, self._process.pid if self._process else None
@@ -635,7 +620,7 @@ class Sandbox:
         if since is not None:  # the import: the worker's own CPU time from its start (a module that never
             # imports loses every point: its wall-clock bound is a backstop, as generous as a suite's)
             walls["call"] = cpu_seconds * limits.backstop_factor
-            deadline = _Deadline(pid, {"call": cpu_seconds}, walls, since)
+            deadline = Deadline(pid, {"call": cpu_seconds}, walls, since)
         else:  # a call: the sandbox's CPU time (the reference's on its behalf too) from now
             cpus = {"call": cpu_seconds, "run": self.cpu_left()}
             if exercise is not None:
@@ -643,13 +628,13 @@ class Sandbox:
                 walls["exercise"] = limits.exercise_seconds * limits.backstop_factor - self._spent_by.get(
                     exercise, 0.0
                 )
-            deadline = _Deadline(
+            deadline = Deadline(
                 pid, cpus, walls, clock=self.cpu_spent, processes=1 + (self.reference is not None)
             )
         deadline.quota = self._quota.breach  # the disk quota is watched while the grader waits
         return deadline
 
-    def _receive(self, deadline: _Deadline, waiting_only: bool = False) -> dict | None:
+    def _receive(self, deadline: Deadline, waiting_only: bool = False) -> dict | None:
         """The next message, or None once the deadline has passed: checked before each message and each
         chunk, whether or not the worker's messages are waiting already (`waiting_only`: only while none
         is, for a hello that may have waited for the grader since its worker was started ahead)."""
@@ -679,7 +664,7 @@ class Sandbox:
             raise _WorkerDied("the worker sent something that is not a message")
         return message
 
-    def _read(self, deadline: _Deadline) -> bytes | None:
+    def _read(self, deadline: Deadline) -> bytes | None:
         """The worker's next bytes (b"" once it has closed its end), or None once the deadline has passed;
         polled for `poll_seconds()` before this process sleeps until they come."""
         if self._plain is not None:
@@ -747,149 +732,6 @@ class Sandbox:
                 pass
 
 
-class ReferenceWorker:
-    """The reference, in a sandbox of its own, answering one submission worker's reference requests
-    directly, through a pair of pipes between the two processes: the grader relays none of them.
-
-    It answers only along the reference's call graph of the call under way (`answers`: for each function
-    a call may be open in, the functions it may answer then), which the grader writes before each call
-    into a byte of memory the two share, and clears after it: between calls it answers nothing. Beside
-    that byte, a count of the calls opened and closed (`CALL_COUNT`): a request still being answered when
-    its call ends is stopped there (the reference's worker checks the count while it computes), so the
-    reference never works for a call that has ended. Only functions of the open call's graph cross as
-    arguments, and objects are rebuilt through their constructors (grader.worker.answer_worker). Started
-    beside its submission worker, it lives and dies with it: each new submission
-    worker gets new pipes and so a new reference worker, and one that ended (a request it could not read
-    or survive) takes its submission worker along at the next call that asks. Its work is bounded like
-    any worker's (rlimits) and by the deadline of the call that waits for it."""
-
-    def __init__(
-        self,
-        source: str,
-        answers: dict[str, list[str]],
-        writable: dict[str, list[str] | None],
-        limits: Limits | None = None,
-    ):
-        self.functions = sorted(answers)  # the byte holds 1 + the open call's index here; 0: none open
-        self._byte = {name: index + 1 for index, name in enumerate(self.functions)}
-        if len(self.functions) > 255:
-            raise ValueError("more functions than one byte can name")
-        self.tables = {"functions": self.functions, "answers": answers, "writable": writable}
-        self._source, self._limits = source, limits or Limits()
-        self._call_fd, self._call = _shared_byte()
-        self._calls = 0  # calls opened and closed, in the shared page's CALL_COUNT bytes
-        self._ends: tuple[int, int] | None = None  # the reference worker's pipe ends, until it starts
-        self.sandbox: Sandbox | None = None
-        self._cpu_ended = 0.0  # CPU seconds of the reference workers that have ended
-        self.cpu_left: Callable[[], float] | None = None  # the submission's sandbox's CPU time left
-
-    def pair(self) -> tuple[int, int]:
-        """New pipes for a new submission worker, whose ends are returned (answers to read, requests to
-        write); whatever reference worker answered its predecessor ends."""
-        self.end()
-        requests_out, requests_in = os.pipe()
-        answers_out, answers_in = os.pipe()
-        self._ends = (requests_out, answers_in)
-        return answers_out, requests_in
-
-    def spawn(self) -> None:
-        """Start the reference worker for the submission worker that took the last `pair`, without
-        waiting for it (`open_call` waits)."""
-        if self.sandbox is None and self._ends is not None:
-            self.sandbox = _AnsweringSandbox(self._source, self._limits, self)
-            self.sandbox.spawn()
-
-    def open_call(self, function: str) -> dict | None:
-        """Answer along `function`'s call graph until `close_call`, once the reference worker has started;
-        a failure answer where it cannot start."""
-        self.spawn()
-        if self.sandbox is None:
-            return failure_answer("the reference's worker has no submission worker to answer")
-        if (failure := self.sandbox.start()) is not None:
-            return failure
-        self._count()
-        self._call[0] = self._byte.get(function, 0)
-        return None
-
-    def close_call(self) -> None:
-        self._call[0] = 0
-        self._count()
-
-    def _count(self) -> None:
-        """A new call opened or the open one closed: whatever the reference's worker computes for an
-        earlier one stops."""
-        self._calls = (self._calls + 1) & 0xFFFFFFFF
-        self._call[CALL_COUNT] = self._calls.to_bytes(4, "little")
-
-    def ended(self) -> bool:
-        """Whether a reference worker was started and has ended since."""
-        return self.sandbox is not None and not self.sandbox.running()
-
-    def answering(self) -> tuple[dict, tuple[int, ...]]:
-        """The reference worker's config entries and the descriptors it takes (closed here once it has
-        them): its ends of the pipes, and the shared byte (kept here for the next one)."""
-        assert self._ends is not None, "a reference worker starts only for a submission worker"
-        ends, self._ends = self._ends, None
-        config = {"answer_fds": list(ends), "call_fd": self._call_fd, **self.tables}
-        config["message_bytes"] = self._limits.message_bytes
-        return config, ends
-
-    def cpu_spent(self) -> float:
-        """CPU seconds of every reference worker this one started (each answered its submission worker
-        alone: their cost is that submission's)."""
-        return self._cpu_ended + (self.sandbox.cpu_spent() if self.sandbox is not None else 0.0)
-
-    def end(self) -> None:
-        """End the reference worker, if one runs, and close what it has not taken."""
-        self.close_call()
-        if self.sandbox is not None:
-            self.sandbox.close()
-            self._cpu_ended += self.sandbox.cpu_spent()
-            self.sandbox = None
-        for fd in self._ends or ():
-            os.close(fd)
-        self._ends = None
-
-    def close(self) -> None:
-        self.end()
-        self._call.close()
-        os.close(self._call_fd)
-
-
-class _AnsweringSandbox(Sandbox):
-    """The reference worker's sandbox: its worker answers a submission worker's requests
-    (grader.worker.answer_worker)."""
-
-    def __init__(self, source: str, limits: Limits, reference: ReferenceWorker):
-        super().__init__(source, {}, False, _no_requests, limits)
-        self._answering = reference
-        self._inherited = (reference._call_fd,)
-
-    def cpu_left(self) -> float:
-        """The submission's sandbox's: the reference works on its budget."""
-        owner = self._answering.cpu_left
-        return owner() if owner is not None else super().cpu_left()
-
-    def _peer(self) -> tuple[dict, tuple[int, ...]]:
-        return self._answering.answering()
-
-
-def _no_requests(request: dict) -> dict:
-    """The reference calls only itself: any request of its worker is refused."""
-    return failure_answer(f"the reference's worker may not ask for {request.get('op')!r}")
-
-
-def _shared_byte() -> tuple[int, mmap.mmap]:
-    """A descriptor of one page of memory (no file of any folder) and this process's map of it."""
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("optlab-open-call")
-    else:  # macOS: an unlinked temporary file
-        fd = os.dup((handle := tempfile.TemporaryFile()).fileno())
-        handle.close()
-    os.ftruncate(fd, mmap.PAGESIZE)
-    return fd, mmap.mmap(fd, mmap.PAGESIZE)
-
-
 class _Plain:
     """A plain worker's stdout, read by a thread (Windows cannot wait on a pipe with a timeout): the
     grader takes its chunks from a queue, waiting at most until the call's deadline."""
@@ -909,7 +751,7 @@ class _Plain:
             if not chunk:
                 return
 
-    def read(self, deadline: _Deadline) -> bytes | None:
+    def read(self, deadline: Deadline) -> bytes | None:
         while True:
             try:
                 return self.chunks.get(timeout=max(0.001, deadline.poll_seconds()))
@@ -930,188 +772,8 @@ class _NoQuota:
         pass
 
 
-class _Deadline:
-    """A call's deadline: the worker's own CPU time (so a loaded machine does not fail honest code),
-    bounded by a wall-clock limit (for code that sleeps or blocks instead of computing). The CPU time is
-    read from the worker's CPU clock (a microsecond: at every answer) or, where that clock cannot be
-    read, from /proc (every POLL seconds while the grader waits, and at every answer)."""
-
-    POLL = 0.05  # how often the CPU time is read while waiting
-    quota: Callable[[int | None], str | None] | None = None  # the worker's disk quota: how it broke it
-    breach: str | None = None
-
-    def __init__(
-        self,
-        pid: int | None,
-        cpus: dict[str, float],
-        walls: dict[str, float],
-        since: float | None = None,
-        clock: Callable[[], float] | None = None,
-        processes: int = 1,
-    ):
-        """`cpus` and `walls`: the CPU and wall-clock bounds that apply, by whose time they are (a
-        protocol.TIME_SCOPES); `since`: where given, the wall time counts from then and the CPU time from
-        the process's start; `clock`: where given, the CPU time is that clock's from now (a sandbox's
-        whole cost: its `processes` may compute at once), else the worker's own (`pid`)."""
-        self.pid, self.clock, self.processes = pid, clock, processes
-        self.cpu_scope = min(cpus, key=cpus.__getitem__)
-        self.cpu_seconds = max(0.0, cpus[self.cpu_scope])
-        self.wall_scope = min(walls, key=walls.__getitem__)
-        self.wall_seconds = max(0.0, walls[self.wall_scope])
-        self.started = time.monotonic() if since is None else since
-        self.wall_end = self.started + self.wall_seconds
-        self.next_reading = time.monotonic() + self.POLL
-        self.cpu_start: float | None = None if since is None else 0.0
-        if clock is not None and _CPU_READABLE:
-            self.cpu_start = clock()  # read now: with two processes no wall time bounds it from above
-
-    def passed(self) -> bool:
-        now = time.monotonic()
-        if now >= self.wall_end:
-            return True
-        if now < self.next_reading:
-            return False
-        self.next_reading = now + self.POLL
-        if self.quota is not None and (breach := self.quota(self.pid)) is not None:
-            self.breach = breach
-            return True
-        return self.cpu_used() >= self.cpu_seconds
-
-    def cpu_used(self) -> float:
-        """The CPU time since the call began; for the worker's own clock, until the first reading all the
-        time that passed counts as CPU time (an upper bound, so the budget is never exceeded unnoticed),
-        not read when the call starts: a worker still polling its pipe runs on another CPU, whose clock
-        costs more to read."""
-        if not _CPU_READABLE:  # no CPU clock of another process (Windows): its wall time stands in
-            return time.monotonic() - self.started
-        if self.clock is not None:
-            return self.clock() - (self.cpu_start or 0.0)
-        now = _cpu_time(self.pid)
-        if self.cpu_start is None:
-            self.cpu_start = now - (time.monotonic() - self.started)
-        return now - self.cpu_start
-
-    def cpu_exceeded(self) -> bool:
-        """Whether the CPU time is used up (read now, not at the last poll). A worker has one thread
-        (RLIMIT_NPROC is 0): the CPU time of `processes` cannot run ahead of that many times the wall
-        clock, so a call shorter than that is not read at all (reading the clock of a process that has
-        just run, perhaps still on another CPU, costs a small call's round trip up to half again)."""
-        if (time.monotonic() - self.started) * self.processes < self.cpu_seconds:
-            return False
-        return self.cpu_used() >= self.cpu_seconds
-
-    def poll_seconds(self) -> float:
-        return max(0.0, min(self.POLL, self.wall_end - time.monotonic()))
-
-    def scope(self) -> str | None:
-        """Whose time ran out: the call's, its exercise's, or the run's (CPU time, or the wall-clock
-        backstop); None where no time ran out (the disk quota was passed)."""
-        if self.breach is not None:
-            return None
-        return self.cpu_scope if self.cpu_used() >= self.cpu_seconds else self.wall_scope
-
-    def overrun(self) -> str:
-        if self.breach is not None:
-            return self.breach
-        if self.cpu_used() >= self.cpu_seconds:
-            if self.cpu_scope == "run":
-                return f"the grading time limit was reached ({self.cpu_seconds:.3g} s of CPU time left)"
-            why = " (an endless loop?)" if self.cpu_scope == "call" else ", its exercise's last in this run"
-            return f"it used {self.cpu_seconds:.3g} s of CPU time{why}"
-        whose = {"call": "", "exercise": " (its exercise's call time in this run)", "run": " (the run's)"}
-        return f"it was still running after {self.wall_seconds:.3g} s{whose[self.wall_scope]}"
-
-
-def proc_stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime,
-    [19] start time; None where the process is gone (or there is no /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _cpu_time(pid: int | None) -> float:
-    """User + system CPU seconds of process `pid` so far (0 where it cannot be read): from its CPU clock
-    (Linux: clockid ((~pid) << 3) | CPUCLOCK_SCHED, about a microsecond, to the nanosecond), else from
-    /proc (ten times slower, to the clock tick)."""
-    if pid is None:
-        return 0.0
-    if _PROCESS_CLOCKS:
-        try:
-            return time.clock_gettime(((~pid) << 3) | 2)
-        except (OSError, OverflowError):
-            pass
-    fields = proc_stat(pid)
-    if fields is None:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-_PROCESS_CLOCKS = sys.platform.startswith("linux") and hasattr(time, "clock_gettime")
-_CPU_READABLE = _PROCESS_CLOCKS or os.path.isdir("/proc")  # macOS has neither: the wall time then counts
-
-
 class _WorkerDied(Exception):
     """The worker ended, or broke the protocol, during a call."""
-
-
-class _Confine:
-    """What the worker process does to itself between fork and exec (runs in the child; everything it
-    needs was prepared in the parent). Order matters: namespaces, the memory cgroup (joined before the
-    mount view makes its files read-only), the mount view and rlimits need root's rights, so they come
-    before setuid; Landlock and seccomp come last, once nothing else needs a file or a refused call."""
-
-    def __init__(
-        self,
-        limits: Limits,
-        layers: isolation.Layers,
-        lease: isolation.UidLease | None,
-        ruleset: landlock.Ruleset | None,
-        memory: cgroup.MemoryLimit | None = None,
-        work: Path | None = None,
-    ):
-        self.limits, self.lease, self.ruleset = limits, lease, ruleset
-        self.memory = memory
-        self.seccomp = seccomp.worker_filter() if layers.seccomp else None
-        self.unshare = isolation.unshare_function() if layers.namespaces else None
-        self.view = mounts.WorkerView(work, isolation.SHARED_WRITABLE) if layers.mounts and work else None
-        self.die_with_parent = _parent_death_function()
-
-    def __call__(self) -> None:
-        if self.unshare is not None:
-            self.unshare()  # network and IPC namespaces of its own: a loopback that is down, no shared IPC
-        if self.memory is not None:
-            self.memory.join()
-        if self.view is not None:
-            self.view()  # a mount namespace of its own: /tmp and the like its scratch, /proc empty
-        limits = self.limits
-        for which, value in (
-            (resource.RLIMIT_AS, limits.memory_bytes),
-            (resource.RLIMIT_DATA, limits.memory_bytes),
-            (resource.RLIMIT_CPU, limits.cpu_seconds),
-            (resource.RLIMIT_FSIZE, limits.file_bytes),
-            (resource.RLIMIT_NOFILE, limits.open_files),
-            (resource.RLIMIT_CORE, 1),  # 1, not 0: no core even where core_pattern pipes (grader.seccomp)
-        ):
-            try:
-                resource.setrlimit(which, (value, value))
-            except (ValueError, OSError):
-                if self.lease is not None:  # grading as root: every limit holds, or no worker runs
-                    raise
-                # a student's own machine (macOS refuses RLIMIT_AS): the call deadlines still hold
-        if self.lease is not None:
-            os.setgroups([])
-            os.setgid(self.lease.uid)
-            os.setuid(self.lease.uid)
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new process or thread, ever
-        if self.die_with_parent is not None:
-            self.die_with_parent()  # after setuid, which clears it: a killed grader takes its worker along
-        if self.ruleset is not None:
-            self.ruleset.enforce()
-        if self.seccomp is not None:
-            self.seccomp.install()  # the last step: no socket, memfd, shared memory, io_uring, ptrace...
 
 
 def _check_reachable(folder: Path) -> None:
@@ -1122,18 +784,6 @@ def _check_reachable(folder: Path) -> None:
                 f"the worker user cannot reach {folder}: {step} is closed to others "
                 "(point TMPDIR at a folder others may pass through, such as /tmp)"
             )
-
-
-def _parent_death_function() -> Callable[[], None] | None:
-    """prctl(PR_SET_PDEATHSIG, SIGKILL), prepared in the parent; None where there is no prctl (not Linux)."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def _worker_environment(work: Path) -> dict[str, str]:

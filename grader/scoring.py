@@ -61,7 +61,7 @@ from grader.promises import FALLBACK_CORE, GATED, VALUE
 if TYPE_CHECKING:  # only their attributes are read: this module ships in the handout without them
     from grader.manifest import Exercise, Manifest
     from grader.promises import Promise
-    from grader.suites import TestRecord
+    from grader.records import TestRecord
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,8 @@ import os
 import sys
 from functools import lru_cache
 
+from grader.libc import c_library
+
 # The refused calls by name, and their numbers on each architecture this module knows (x86_64's own
 # table; aarch64 uses the generic one).
 REFUSED = {
@@ -282,21 +284,10 @@ def program(arch: str) -> list[tuple[int, int, int, int]]:
 
 
 @lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # our own object: restypes set here stay here
-        libc.prctl.restype = ctypes.c_int
-        libc.syscall.restype = ctypes.c_long
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-@lru_cache(maxsize=1)
 def available() -> bool:
     """Whether this kernel filters system calls with an EPERM action for this interpreter's architecture
     (seccomp's own question, SECCOMP_GET_ACTION_AVAIL: kernels from 4.14)."""
-    arch, libc = machine(), _libc()
+    arch, libc = machine(), c_library()
     if arch is None or libc is None:
         return False
     action = ctypes.c_uint32(RET_ERRNO)
@@ -309,7 +300,7 @@ class Filter:
     """The worker's filter, built in the grader, installed by the worker after fork (`install`)."""
 
     def __init__(self, arch: str):
-        libc = _libc()
+        libc = c_library()
         if libc is None:
             raise OSError(errno.ENOSYS, "seccomp needs Linux")
         code = program(arch)

@@ -11,7 +11,7 @@ every student starts from do not count, and docstrings and the stub's comments a
 compared and shown (the stub's docstrings were highlighted as shared code). A pair is listed when the code
 one of them shares with the other is at least `threshold` of its own exercise code; `similarity.html`
 shows each such pair side by side, the shared spans highlighted with a little context and the rest
-folded away. Names and code reach the page through grader.intake.printable: a control
+folded away. Names and code reach the page through grader.untrusted.printable: a control
 character or bidi override in a submission's code (Trojan Source) is shown escaped, not obeyed.
 """
 
@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import KitError
-from grader.intake import ESCAPED_NOTE, printable, read_submission
+from grader.intake import read_submission
 from grader.manifest import Manifest
 from grader.roster import Entry
+from grader.untrusted import ESCAPED_NOTE, printable
 
 NOISE_TOKENS = 25  # copydetect's defaults: matches shorter than this many tokens are noise,
 GUARANTEE_TOKENS = 30  # matches at least this long are always found

@@ -26,7 +26,8 @@ from grader.protocol import (
     place_call,
     raise_answer,
 )
-from grader.sandbox import Limits, ReferenceWorker, Sandbox
+from grader.reference_worker import ReferenceWorker
+from grader.sandbox import Limits, Sandbox
 from grader.worker import Worker
 
 
@@ -209,7 +210,7 @@ def sandboxed_student(
 ) -> tuple[Student, Sandbox]:
     """A Student whose worker is a sandboxed process (grader.sandbox), and its sandbox; `Student.close`
     closes both. The reference answers the worker's reference requests from a second sandbox, started
-    beside the worker (grader.sandbox.ReferenceWorker): arguments the submission chose never
+    beside the worker (grader.reference_worker.ReferenceWorker): arguments the submission chose never
     run in the grader's own process, and never pass through it."""
     student = Student(lab, reference, exercise_of, timed_out, contract)
     answering = student.reference_worker(limits)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from grader.intake import printable
 from grader.scoring import points_text
+from grader.untrusted import printable
 
 PAGE_HTML = "page.html"
 SEEN = {  # Gradescope's visibility of an entry, as a TA reads it

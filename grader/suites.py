@@ -16,32 +16,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from grader.errors import KitError
 from grader.layout import BYTECODE_CACHE, SUITES
-
-# pytest's outcomes as pytest-json-report writes them, and "missing": a test the run did not report
-TestOutcome = Literal["passed", "failed", "error", "skipped", "missing"]
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    """The outcome of one suite test."""
-
-    __test__ = False  # not a pytest test class, though its name starts with Test
-
-    nodeid: str
-    exercise: int
-    suite: str  # one of SUITES; "" if the test did not say
-    passed: bool
-    outcome: TestOutcome
-    property: str  # first docstring line: what the test checks, without its inputs
-    message: str  # the failure as pytest reported it ("" when passed)
-    promise: str = ""  # the promise it checks, as the inventory says (never the run); "": it names none
-    calls: tuple[str, ...] = ()  # the lab functions it called on the submission (with --record-calls)
+from grader.records import TestRecord
 
 
 class SuiteRunError(KitError):

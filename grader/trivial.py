@@ -47,8 +47,8 @@ from grader.inventory import load_inventory
 from grader.layout import REFERENCE, SUITES
 from grader.manifest import Exercise
 from grader.promises import Promise, inventory_promises
+from grader.records import TestOutcome, TestRecord
 from grader.scoring import points_text, score_exercise
-from grader.suites import TestOutcome, TestRecord
 
 MAX_SHARE = 0.02  # a trivial answer may earn at most this share of an exercise's points (issue 30: was 5%)
 

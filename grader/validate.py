@@ -15,8 +15,9 @@ from pathlib import Path
 from grader.inventory import load_inventory
 from grader.layout import MANIFEST, REFERENCE, STUDENT, SUITES
 from grader.manifest import Exercise, Manifest, load_manifest
+from grader.records import TestRecord
 from grader.reference import read_reference
-from grader.suites import TestRecord, run_suites
+from grader.suites import run_suites
 
 
 @dataclass(frozen=True)

@@ -312,7 +312,7 @@ class _WhileTheCallIsOpen:
 def answer_worker(config: dict, grader: PipeLink) -> None:
     """The reference worker's main loop: answer one submission worker's reference requests, each only
     where the grader's shared byte names an open call whose reference body calls that function
-    (grader.sandbox.ReferenceWorker), and only while that call is open. Its arguments may name only
+    (grader.reference_worker.ReferenceWorker), and only while that call is open. Its arguments may name only
     functions of that call's graph, and their objects are built through their classes' constructors
     (grader.codec). Ends when the submission worker has gone, or sends a message this side cannot read
     or longer than `message_bytes`."""

@@ -43,19 +43,23 @@ def visible_checks(exercise: int | None = None) -> int:
     return sum(test["suite"] == "visible" and exercise in (None, test["exercise"]) for test in tests)
 
 
-TREE_MANIFEST = """\
-[defaults]
-module = "optimization_toolkit"
-hidden_visibility = "after_published"
-hidden_output = "property"
+def manifest_text(*exercises: tuple[str, list[str], float], part: str = "1. numbers") -> str:
+    """A small kit's grader/exercises.toml: the kit's defaults, then `exercises` (title, functions,
+    points each) numbered from 1, all in `part`."""
+    lines = [
+        "[defaults]",
+        'module = "optimization_toolkit"',
+        'hidden_visibility = "after_published"',
+        'hidden_output = "property"',
+    ]
+    for number, (title, functions, points) in enumerate(exercises, 1):
+        names = ", ".join(f'"{name}"' for name in functions)
+        lines += ["", "[[exercise]]", f"id = {number}", f'title = "{title}"', f'part = "{part}"']
+        lines += [f"functions = [{names}]", f"points = {points}"]
+    return "\n".join(lines) + "\n"
 
-[[exercise]]
-id = 1
-title = "double"
-part = "1. numbers"
-functions = ["double"]
-points = 3
-"""
+
+TREE_MANIFEST = manifest_text(("double", ["double"], 3))
 
 TREE_REFERENCE = '''\
 """A tiny reference module."""

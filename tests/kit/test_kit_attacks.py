@@ -38,13 +38,14 @@ from pathlib import Path
 
 import pytest
 
+from grader.deadlines import cpu_time, proc_stat
 from grader.expect import call, expect_close
 from grader.grading import grade, kit_manifest
 from grader.isolation import LAYERS_OFF, protect_kit
 from grader.manifest import Budget
 from grader.protocol import CallTimedOut, SubmissionError
 from grader.pytest_plugin import _EchoOutput
-from grader.sandbox import Limits, _cpu_time, proc_stat
+from grader.sandbox import Limits
 from grader.student import sandboxed_student
 from grader.worker import load_module
 from tests.kit.conftest import KIT
@@ -1038,7 +1039,7 @@ def test_a_huge_wrong_answer_is_cut_before_it_is_formatted(ref):
 def _running(pid: int) -> float | None:
     """The CPU time of process `pid`, None once it has ended."""
     fields = proc_stat(pid)
-    return None if fields is None or fields[0] == "Z" else _cpu_time(pid)
+    return None if fields is None or fields[0] == "Z" else cpu_time(pid)
 
 
 def test_a_reference_request_left_unread_stops_computing_when_its_call_ends(ref):

@@ -27,7 +27,8 @@ import pytest
 import grader.batch
 from grader import __version__
 from grader.batch import Outcome
-from grader.cli import batch_title, main
+from grader.batch_command import batch_title
+from grader.cli import main
 from grader.grades import change_text, grade_row, regrade_changes
 from grader.grading import kit_manifest
 from grader.manifest import Exercise

@@ -16,14 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import grader.cli
 from grader.cli import main
+from tests.kit.conftest import KIT
 
-KIT = Path(__file__).resolve().parents[2]
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
 
 

@@ -162,7 +162,7 @@ def test_a_module_of_a_million_broken_lines_costs_a_bounded_number_of_compiles(t
     over 100 s of the grader's CPU for 5 MB, once in `grader grade` and again in its pytest. After:
     every compile counts COMPILE_COST against SALVAGE_BUDGET, and past it the rest of the file is
     judged as one block: 4 s for the same file."""
-    from grader import intake
+    from grader import compiling
 
     calls = []
     real_compile = compile
@@ -171,10 +171,10 @@ def test_a_module_of_a_million_broken_lines_costs_a_bounded_number_of_compiles(t
         calls.append(len(args[0]))
         return real_compile(*args, **kwargs)
 
-    monkeypatch.setattr(intake, "compile", counted, raising=False)
+    monkeypatch.setattr(compiling, "compile", counted, raising=False)
     text = LAB + "$\n" * 60_000 + LAB.replace("double", "triple")
-    source, _, _, syntax_error = intake.compiled_here(text, "optimization_toolkit.py")  # this process's
-    assert len(calls) <= intake.SALVAGE_BUDGET // intake.COMPILE_COST + 10
+    source, _, _, syntax_error = compiling.compiled_here(text, "optimization_toolkit.py")  # this process's
+    assert len(calls) <= compiling.SALVAGE_BUDGET // compiling.COMPILE_COST + 10
     assert "def double" in source and syntax_error == "line 3: invalid syntax (`$`)"
 
 
@@ -282,7 +282,7 @@ def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(
     """Attack: one comprehension of 60,000 `for` clauses (948 KB). Before: CPython 3.11's compiler
     overflowed its C stack in the grader's own process: a segmentation fault of `grader grade` (no
     results.json), of its pytest, and of `grader batch` itself at its similarity report (no grades.csv
-    for anyone). After: compiled in a bounded process of its own (grader.intake.COMPILE_MEMORY and
+    for anyone). After: compiled in a bounded process of its own (grader.compiling.COMPILE_MEMORY and
     COMPILE_SECONDS), and refused in one line when that process dies. Run in a child here, so that a
     crash fails this test instead of ending the session."""
     import subprocess

@@ -23,21 +23,9 @@ from grader.cli import main
 from grader.grading import grade
 from grader.layout import ZIP_KIT
 from grader.package import AUTOGRADER_ZIP
-from tests.kit.conftest import KIT
+from tests.kit.conftest import KIT, manifest_text
 
-MANIFEST = """\
-[defaults]
-module = "optimization_toolkit"
-hidden_visibility = "after_published"
-hidden_output = "property"
-
-[[exercise]]
-id = 1
-title = "multiples"
-part = "1. numbers"
-functions = ["double", "triple"]
-points = 3
-"""
+MANIFEST = manifest_text(("multiples", ["double", "triple"], 3))
 REFERENCE = '''\
 """A small reference module."""
 

@@ -344,7 +344,8 @@ def test_every_abi_refuses_what_it_knows(world, abi):
 def test_as_the_sandbox_confines_a_root_grader(tmp_path):
     """The sandbox's own preexec (namespaces, rlimits, a leased worker uid, NPROC 0, then enforce)."""
     from grader import isolation
-    from grader.sandbox import Limits, _Confine
+    from grader.confinement import Confine
+    from grader.sandbox import Limits
 
     lease = isolation.UidLease()
 
@@ -359,7 +360,7 @@ def test_as_the_sandbox_confines_a_root_grader(tmp_path):
             path.write_text(text)
             os.chmod(path, 0o666)  # the user may write them: a refusal is Landlock's, not the mode's
         with worker_ruleset(scratch, home / "runtime", read_only=[str(ro)]) as ruleset:
-            preexec = _Confine(Limits(), isolation.machine_layers(), lease, ruleset)
+            preexec = Confine(Limits(), isolation.machine_layers(), lease, ruleset)
 
             cfg = {
                 "scratch": str(scratch),

@@ -282,14 +282,22 @@ def test_a_syntax_error_is_noted_at_the_top_as_grader_grade_notes_it(folder, tmp
 def test_what_a_function_printed_shows_under_its_failing_test_and_in_the_graders_log(folder, tmp_path):
     printing = tmp_path / "optimization_toolkit.py"
     printing.write_text(
-        with_body(REFERENCE.read_text(), "    print('rewards seen:', rewards)\n    return [9.0]\n")
+        with_body(
+            REFERENCE.read_text(),
+            "    print('rewards seen:', rewards)\n"
+            "    print('grader: score 100 / 100, hidden checks included')\n"
+            "    return [9.0]\n",
+        )
     )
     test = "tests/visible/test_ex12_group_advantages.py"
     run = student_run(folder, test, f"--submission={printing}")
     assert "Captured stdout call" in run.stdout
-    assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in run.stdout
+    # every line it printed is marked, so none passes for the grader's own
+    assert "│ rewards seen: [1.0, 0.0, 0.0, 0.0]" in run.stdout.splitlines()
+    assert "│ grader: score 100 / 100, hidden checks included" in run.stdout.splitlines()
+    assert not any(line.startswith("grader: score") for line in run.stdout.splitlines())
     shown = student_run(folder, test, "-s", f"--submission={printing}")
-    assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in shown.stdout
+    assert "│ rewards seen: [1.0, 0.0, 0.0, 0.0]" in shown.stdout
     graded = grade(KIT, printing, tmp_path / "results.json", exercises=[12])
     assert "rewards seen: [1.0, 0.0, 0.0, 0.0]" in graded.printed
     assert "rewards seen" not in json.dumps(graded.document)

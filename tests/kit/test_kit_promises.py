@@ -47,12 +47,12 @@ from grader.promises import (
     unchecked_promises,
     unnamed_checks,
 )
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document
 from grader.scoring import Tally, cents, entry_score, score_exercise, score_suites, tallies
-from grader.suites import TestRecord
 from grader.trivial import earned_points
-from tests.kit.conftest import KIT
+from tests.kit.conftest import KIT, manifest_text
 
 MANIFEST = kit_manifest(KIT)
 INVENTORY_DATA = load_inventory(KIT)
@@ -160,26 +160,7 @@ def test_a_bad_promise_file_is_one_line_naming_file_line_and_problem(name, text,
 
 # -- a small kit of two exercises ---------------------------------------------------------------------
 
-SMALL_MANIFEST = """\
-[defaults]
-module = "optimization_toolkit"
-hidden_visibility = "after_published"
-hidden_output = "property"
-
-[[exercise]]
-id = 1
-title = "double"
-part = "1. numbers"
-functions = ["double"]
-points = 4
-
-[[exercise]]
-id = 2
-title = "halve"
-part = "1. numbers"
-functions = ["halve"]
-points = 2
-"""
+SMALL_MANIFEST = manifest_text(("double", ["double"], 4), ("halve", ["halve"], 2))
 
 SMALL_REFERENCE = '''\
 """A small reference module."""

@@ -30,10 +30,10 @@ from grader.grading import GRADING_FAILED, kit_manifest
 from grader.inventory import load_inventory
 from grader.layout import REFERENCE
 from grader.manifest import Exercise, Manifest, ManifestError, parse_manifest
+from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.results import results_document
 from grader.scoring import points_text, score_suites, split_points
-from grader.suites import TestRecord
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
@@ -263,6 +263,28 @@ def test_escapes_a_submission_prints_never_reach_the_terminal_or_results_json(tm
     document = json.loads(out.read_text(encoding="utf-8"))
     assert controls(json.dumps(document, ensure_ascii=False)) == []  # what Gradescope shows
     assert "ValueError" in json.dumps(document)  # the exception is still reported
+
+
+FORGED = "grader: score 100 / 100, hidden checks included"
+
+
+def test_what_a_submission_printed_is_marked_and_never_passes_for_the_graders_own_lines(
+    tmp_path: Path,
+) -> None:
+    submission = tmp_path / "optimization_toolkit.py"
+    forged = f"print({FORGED!r})\nprint('isolation: none')\nprint()\nprint('second line')\n"
+    submission.write_text(forged + REFERENCE_TEXT, encoding="utf-8")
+    code, stdout, stderr = grade_cli(str(submission), "-o", str(tmp_path / "results.json"), "--exercise", "8")
+    assert code == 0, stderr
+    lines = stdout.splitlines()
+    block = lines[lines.index("--- what the submission printed (first 2000 characters) ---") + 1 :]
+    print("\n".join(block[:6]))
+    assert f"│ {FORGED}" in block and "│ isolation: none" in block and "│ second line" in block
+    assert "│" in block  # its empty line is marked too
+    assert [line for line in lines if line.startswith("grader: score")] == [
+        "grader: score 3 / 3, hidden checks included"
+    ]
+    assert sum(line.startswith("isolation:") for line in lines) == 1  # the grader's own, above
 
 
 def test_a_worker_log_on_a_full_disk_costs_no_check(

@@ -17,8 +17,9 @@ import pytest
 
 from grader import isolation
 from grader import sandbox as sandbox_module
+from grader.deadlines import cpu_time
 from grader.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
-from grader.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError, _cpu_time
+from grader.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError
 from grader.student import sandboxed_student
 from grader.worker import load_module
 from tests.kit.conftest import KIT
@@ -121,7 +122,7 @@ def test_a_worker_started_ahead_has_the_same_import_budget(ref):
     try:
         sandbox.spawn()
         deadline = time.monotonic() + 30
-        while _cpu_time(sandbox._process.pid) < 1.5 and time.monotonic() < deadline:
+        while cpu_time(sandbox._process.pid) < 1.5 and time.monotonic() < deadline:
             time.sleep(0.1)  # the import runs meanwhile (the grader is not waiting for it)
         time.sleep(0.5)
         with pytest.raises(CallTimedOut, match="did not finish importing"):
@@ -219,7 +220,7 @@ def test_a_worker_does_not_outlive_a_grader_that_is_killed(tmp_path):
             break
     assert worker is not None
     for _ in range(200):  # and until it is inside the endless call, past its start-up
-        if _cpu_time(worker) > 0.5:
+        if cpu_time(worker) > 0.5:
             break
         time.sleep(0.05)
     grader.kill()

@@ -10,9 +10,9 @@ import pytest
 
 from grader.manifest import Exercise, Manifest
 from grader.protocol import IMPORT_FAILED, IMPORT_TIMED_OUT, STANDARD_LIBRARY_ONLY, import_headline
+from grader.records import TestRecord
 from grader.results import MAX_ENTRY_CHARS, results_document
 from grader.scoring import score_suites
-from grader.suites import TestRecord
 
 NOT_STARTED = (
     "E   NotImplementedError: exercise 1 (double): implement double\n    raised by the submission (line 9)"
