@@ -42,6 +42,7 @@ class TestRecord:
     message: str  # the failure as pytest reported it ("" when passed)
     promise: str = ""  # the promise it checks, as the inventory says (never the run); "": it names none
     calls: tuple[str, ...] = ()  # the lab functions it called on the submission (with --record-calls)
+    drawn: tuple[str, ...] = ()  # the declared domain features its calls' arguments had (--record-calls)
 
 
 class SuiteRunError(KitError):
@@ -203,6 +204,7 @@ def _record(test: dict) -> TestRecord:
         property=str(props.get("property", "")),
         message=message,
         calls=tuple(str(name) for name in props.get("calls", ()) if isinstance(name, str)),
+        drawn=tuple(str(name) for name in props.get("drawn", ()) if isinstance(name, str)),
     )
 
 
