@@ -90,16 +90,18 @@ def _sized(value: Any) -> bool:
 
 
 def _sequences(value: Any) -> list[Any]:
-    """The responses a list of samples or pairs holds: each item's `seq`, else a pair's last component."""
+    """The responses a list of samples, groups or pairs holds: each item's `seq`, or each of its `seqs`,
+    else a pair's last component."""
     if not isinstance(value, list | tuple):
         return []
     out = []
     for item in value:
+        seqs = getattr(item, "seqs", None)
         seq = getattr(item, "seq", None)
         if seq is None and isinstance(item, list | tuple) and item:
             seq = item[-1]
-        if isinstance(seq, list | tuple):
-            out.append(seq)
+        found = seqs if isinstance(seqs, list | tuple) else [seq]
+        out += [s for s in found if isinstance(s, list | tuple)]
     return out
 
 
@@ -194,12 +196,24 @@ FEATURES: dict[str, Feature] = {
         "numbers sharing a large offset: all 1e6 or more in size, spread not 0 and at most 1e-3 of it",
         _large_offset,
     ),
+    "large": Feature(
+        "a number of magnitude 700 or more, where exp overflows past 709.8",
+        lambda v: any(math.isfinite(x) and abs(x) >= 700 for x in _numbers(v)),
+    ),
+    "wide_gap": Feature(
+        "two numbers more than 745 apart, where exp of their difference underflows to 0",
+        lambda v: any(g > 745 for g in _gaps(_numbers(v))) or sum(_gaps(_numbers(v))) > 745,
+    ),
     "tie": Feature("two equal numbers", lambda v: len(_numbers(v)) > len(set(_numbers(v)))),
     "near_tie": Feature(
         "two numbers within 1e-9 of each other, not equal",
         lambda v: any(g <= 1e-9 for g in _gaps(_numbers(v))),
     ),
     "repeated_item": Feature("an item listed twice", _repeats),
+    "score_tie": Feature(
+        "two items with equal scores (their `score` attributes)",
+        lambda v: _repeats([x.score for x in v if isinstance(getattr(x, "score", None), int | float)]),
+    ),
     "ragged": Feature(
         "responses of different lengths", lambda v: len({len(seq) for seq in _sequences(v)}) > 1
     ),

@@ -28,6 +28,16 @@ class _Policy:
     T = 3
 
 
+class _Scored:
+    def __init__(self, score: float):
+        self.score = score
+
+
+class _Group:
+    def __init__(self, seqs: list):
+        self.seqs = seqs
+
+
 @pytest.mark.parametrize(
     ("feature", "values", "has"),
     [
@@ -39,10 +49,15 @@ class _Policy:
         ("subnormal", ([1e-310, 1.0],), True), ("subnormal", ([1e-300],), False),
         ("large_offset", ([1e8 + 1, 1e8, 1e8 - 3],), True), ("large_offset", ([1e8, 1e8],), False),
         ("large_offset", ([1e8, 1.0],), False),
+        ("large", ([[0.0, -1000.0]],), True), ("large", ([699.0, math.inf],), False),
+        ("wide_gap", ([0.0, -400.0, -800.0],), True), ("wide_gap", ([0.0, -700.0],), False),
         ("tie", ([0.5, 1.0, 0.5],), True), ("tie", ([0.5, 1.0],), False),
         ("near_tie", ([0.5, 0.5 + 1e-10],), True), ("near_tie", ([0.5, 0.5, 0.6],), False),
         ("repeated_item", ([(0, (1, 2)), (1, (0,)), (0, (1, 2))],), True),
         ("repeated_item", ([(0, (1, 2)), (0, (2, 1))],), False),
+        ("score_tie", ([_Scored(0.5), _Scored(1.0), _Scored(0.5)],), True),
+        ("score_tie", ([_Scored(0.5), _Scored(1.0)],), False),
+        ("ragged", ([_Group([(0, 1), (2,)])],), True),
         ("ragged", ([(0, (1, 2)), (1, (0,))],), True), ("ragged", ([(0, (1, 2)), (1, (0, 0))],), False),
         ("column_top_tie", ([[1.0, 0.0], [1.0, 0.5]],), True),
         ("column_top_tie", ([[1.0, 0.0], [0.5, 0.5]],), False),
