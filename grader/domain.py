@@ -242,6 +242,20 @@ FEATURES: dict[str, Feature] = {
     "trailing_periods": Feature(
         "a text ending in two periods or more", lambda v: any(t.endswith("..") for t in _texts(v))
     ),
+    "crlf": Feature(
+        "a text with a carriage return (CRLF line endings)", lambda v: any("\r" in t for t in _texts(v))
+    ),
+    "non_ascii": Feature(
+        "a text with a character outside ASCII", lambda v: any(not t.isascii() for t in _texts(v))
+    ),
+    "edge_whitespace": Feature(
+        "a text that starts or ends in whitespace", lambda v: any(t != t.strip() for t in _texts(v))
+    ),
+    "key_missing": Feature(
+        "a key of the first mapping that the second lacks",
+        lambda a, b: isinstance(a, Mapping) and isinstance(b, Mapping) and any(k not in b for k in a),
+        arity=2,
+    ),
     "shorter_than_T": Feature(
         "a response (in the first argument) shorter than the horizon T of the policy (the second)",
         _shorter_than_t,

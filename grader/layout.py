@@ -32,10 +32,10 @@ HANDOUT_RUNNER = (
     "worker",
 )  # fmt: skip
 GRADING_MODULES = (
-    "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "errors", "expect", "grading",
-    "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts", "otter_plugin",
-    "otter_submission", "promises", "protocol", "pytest_plugin", "reference", "results", "sandbox", "scoring",
-    "seccomp", "student", "suites", "worker",
+    "__init__", "__main__", "audit", "cgroup", "cli", "codec", "contract", "domain", "errors", "expect",
+    "grading", "intake", "inventory", "isolation", "landlock", "layout", "local", "manifest", "mounts",
+    "otter_plugin", "otter_submission", "promises", "protocol", "pytest_plugin", "reference", "results",
+    "sandbox", "scoring", "seccomp", "student", "suites", "worker",
 )  # fmt: skip
 
 

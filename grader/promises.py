@@ -29,11 +29,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.domain import FEATURES, Domain
 from grader.errors import LocatedError
 from grader.layout import PROMISES, SUITES
 
 if TYPE_CHECKING:
+    from grader.domain import Domain
     from grader.manifest import Manifest
 
 KINDS = ("value", "edge", "form", "unchanged", "rng", "error")
@@ -184,6 +184,8 @@ def _domain(
     parameters: Mapping[str, tuple[str, ...]] | None,
     where: _PromiseText,
 ) -> Domain:
+    from grader.domain import FEATURES, Domain  # grading and authoring only: the handout reads no domains
+
     def fail(key: str | None, problem: str) -> PromiseError:
         return where.error(where.key_line(index, key), f"[[domain]] {index + 1}: {problem}")
 
