@@ -172,10 +172,11 @@ def test_a_bad_domain_table_is_one_line_naming_file_line_and_problem(text, messa
     assert str(caught.value).startswith(f"tests/promises/{message}")
 
 
-def test_the_inventory_holds_the_declared_domains_of_most_exercises():
+def test_the_inventory_holds_the_declared_domains_of_every_exercise_but_one():
     declared = {d["function"] for d in INVENTORY["domains"]}
     exercises = {e.id for e in MANIFEST.exercises if declared & set(e.functions)}
     assert {3, 5, 6, 11, 12, 14, 16} <= exercises  # issue 30's misses: inputs no strategy drew
+    assert len(exercises) >= 19
 
 
 def test_every_declared_feature_is_drawn_by_a_hidden_working_check_of_the_kits_suites():
