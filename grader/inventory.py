@@ -1,5 +1,6 @@
 """The suites' inventory (tests/inventory.json): every test the suites hold, with its exercise, suite, the
-property it states and the promise it checks; every promise of tests/promises (grader.promises); and the
+property it states and the promise it checks; every promise of tests/promises (grader.promises) and the
+documented domains declared there (grader.domain); and the
 SHA-256 of every suite file and promise file. `grader build` writes it by collecting the
 suites (no submission code runs); grading checks the files against it before a run and counts every
 test of it that the run did not report as failed, so no test can go missing silently. Grading reads
@@ -21,10 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.contract import derive_contract
+from grader.domain import Domain, domains_from_data
 from grader.errors import KitError
 from grader.layout import MANIFEST, PROMISES, REFERENCE, SUITES
 from grader.manifest import load_manifest
-from grader.promises import load_promises, naming_problems, promise_files
+from grader.promises import load_domains, load_promises, naming_problems, promise_files
 from grader.records import TestRecord
 from grader.reference import read_reference
 
@@ -66,8 +68,10 @@ def collect_inventory(root: Path) -> str:
             tail = " | ".join(said[-5:])
             raise InventoryError(f"collecting the suites failed: {tail}")
         tests = json.loads(out.read_text())
-    manifest = load_manifest(root / MANIFEST, read_reference(root / REFERENCE, REFERENCE.as_posix()))
+    reference = read_reference(root / REFERENCE, REFERENCE.as_posix())
+    manifest = load_manifest(root / MANIFEST, reference)
     promises = load_promises(root, manifest)
+    domains = load_domains(root, manifest, reference.parameters())
     if problems := naming_problems(promises, tests):
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InventoryError(f"{problems[0]}{more}: fix the marker or {PROMISES}")
@@ -75,6 +79,7 @@ def collect_inventory(root: Path) -> str:
         "files": suite_files(root),
         "tests": tests,
         "promises": {promise.id: promise.as_data() for promise in promises.values()},
+        "domains": [domain.as_data() for domain in domains],
         "contract": reference_contract(root),
     }
     return json.dumps(document, indent=1, sort_keys=True) + "\n"
@@ -95,6 +100,15 @@ def stored_contract(root: Path) -> dict | None:
     except (OSError, ValueError, AttributeError):
         return None
     return contract if isinstance(contract, dict) else None
+
+
+def stored_domains(root: Path) -> list[Domain]:
+    """The documented domains `grader build` stored in the inventory at `root` (none where it has none)."""
+    try:
+        data = json.loads((root / INVENTORY).read_text(encoding="utf-8")).get("domains", [])
+        return domains_from_data(data)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return []
 
 
 def load_inventory(root: Path) -> dict:

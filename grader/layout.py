@@ -33,10 +33,10 @@ HANDOUT_RUNNER = (
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "compiling", "confinement", "contract",
-    "deadlines", "errors", "expect", "grading", "intake", "inventory", "isolation", "landlock", "layout",
-    "libc", "limits", "local", "manifest", "mounts", "otter_plugin", "otter_submission", "promises",
-    "protocol", "pytest_plugin", "records", "reference", "reference_worker", "results", "sandbox", "scoring",
-    "seccomp", "student", "suites", "untrusted", "worker",
+    "deadlines", "domain", "errors", "expect", "grading", "intake", "inventory", "isolation", "landlock",
+    "layout", "libc", "limits", "local", "manifest", "mounts", "otter_plugin", "otter_submission",
+    "promises", "protocol", "pytest_plugin", "records", "reference", "reference_worker", "results",
+    "sandbox", "scoring", "seccomp", "student", "suites", "untrusted", "worker",
 )  # fmt: skip
 
 

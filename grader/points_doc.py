@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from grader.domain import FEATURES
 from grader.layout import PROMISES, SUITES
 from grader.manifest import Exercise, Manifest
 from grader.scoring import points_text, split_points
@@ -49,6 +50,7 @@ def points_doc(manifest: Manifest, inventory: Mapping[str, Any]) -> str:
             f"| {unmarked} |"
         )
         sections += ["", *_section(exercise, entries, inventory.get("promises", {}))]
+        sections += _domains(exercise, inventory.get("domains", []))
     return "\n".join(lines + sections) + "\n"
 
 
@@ -94,6 +96,21 @@ def _section(
     if not any(rows):
         out.append("")
         out.append(f"Not annotated yet: `{PROMISES.as_posix()}/ex{exercise.id:02d}.toml` is missing.")
+    return out
+
+
+def _domains(exercise: Exercise, domains: list[dict]) -> list[str]:
+    """The documented domains of the exercise's functions, as its promise file declares them: every
+    feature is drawn by a hidden value, edge or rng check of its function (grader.domain)."""
+    mine = [d for d in domains if d["function"] in exercise.functions]
+    if not mine:
+        return []
+    out = ["", "The documented domain its checks draw (each feature by a value, edge or rng check):", ""]
+    for domain in mine:
+        features = "; ".join(
+            f"`{f}` {FEATURES[f].says}" if f in FEATURES else f"`{f}`" for f in domain["features"]
+        )
+        out.append(f"- `{domain['function']}({', '.join(domain['arguments'])})`: {features}")
     return out
 
 

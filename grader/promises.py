@@ -9,6 +9,12 @@ an optional `weight` (default 1: the promise's share of an entry's points, grade
 test names the one promise it checks with `@pytest.mark.promise(ID)`. `grader build` folds the promises
 into tests/inventory.json, which is all grading reads; a problem in a file is one line naming the file,
 the line and the problem.
+
+A file may also declare its functions' documented domains, one [[domain]] table per argument (or pair of
+arguments): the `function`, the `argument` (a parameter's name, or a list of two for a feature of a
+pair) and the `features` of grader.domain its documented domain holds. The suites' strategies must draw
+each of them in a check of a working kind of that function (grader.domain; a kit test and `grader
+validate` say which are not).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from grader.errors import LocatedError
 from grader.layout import PROMISES, SUITES
 
 if TYPE_CHECKING:
+    from grader.domain import Domain
     from grader.manifest import Manifest
 
 KINDS = ("value", "edge", "form", "unchanged", "rng", "error")
@@ -116,8 +123,8 @@ def parse_promises(text: str, manifest: Manifest, shown_as: str) -> list[Promise
         problem = message[: found.start()].strip() if found else message
         raise where.error(line, f"TOML syntax error: {problem}") from None
     for key in data:
-        if key != "promise":
-            problem = f"unknown table or key {key!r} (expected [[promise]] tables)"
+        if key not in ("promise", "domain"):
+            problem = f"unknown table or key {key!r} (expected [[promise]] and [[domain]] tables)"
             raise where.error(where.key_line(None, key), problem)
     tables = data.get("promise", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -133,6 +140,80 @@ def parse_promises(text: str, manifest: Manifest, shown_as: str) -> list[Promise
     defaults = default_weights(out)
     written = {p.id for p, table in zip(out, tables, strict=True) if "weight" in table}
     return [p if p.id in written else dataclasses.replace(p, weight=defaults[p.id]) for p in out]
+
+
+def load_domains(
+    root: Path, manifest: Manifest, parameters: Mapping[str, tuple[str, ...]] | None = None
+) -> list[Domain]:
+    """Every [[domain]] table of the kit at `root`, in file and table order; PromiseError on the first
+    problem (`parameters`: function -> its parameters' names, to check the arguments named)."""
+    out: list[Domain] = []
+    for path in promise_files(root):
+        shown_as = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        parse_promises(text, manifest, shown_as)  # the file's own problems first, as load_promises says them
+        out += parse_domains(text, manifest, shown_as, parameters)
+    return out
+
+
+def parse_domains(
+    text: str, manifest: Manifest, shown_as: str, parameters: Mapping[str, tuple[str, ...]] | None = None
+) -> list[Domain]:
+    """The [[domain]] tables of one promise file (already read by parse_promises, which names its other
+    problems), checked: a function of the file's exercise, arguments it has, features grader.domain
+    defines, of the arity the feature takes, each (function, arguments) once."""
+    where = _PromiseText(text, shown_as, "domain")
+    named = _FILE_NAME.fullmatch(Path(shown_as).name)
+    functions = manifest.by_id(int(named[1])).functions if named else ()
+    tables = tomllib.loads(text).get("domain", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise where.error(None, "'domain' must be an array of [[domain]] tables")
+    out: list[Domain] = []
+    for index, table in enumerate(tables):
+        domain = _domain(table, index, functions, parameters, where)
+        if any((d.function, d.arguments) == (domain.function, domain.arguments) for d in out):
+            raise where.error(where.key_line(index, "argument"), f"[[domain]] {index + 1}: listed twice")
+        out.append(domain)
+    return out
+
+
+def _domain(
+    values: Mapping[str, Any],
+    index: int,
+    functions: tuple[str, ...],
+    parameters: Mapping[str, tuple[str, ...]] | None,
+    where: _PromiseText,
+) -> Domain:
+    from grader.domain import FEATURES, Domain  # grading and authoring only: the handout reads no domains
+
+    def fail(key: str | None, problem: str) -> PromiseError:
+        return where.error(where.key_line(index, key), f"[[domain]] {index + 1}: {problem}")
+
+    keys = ("function", "argument", "features")
+    if unknown := [key for key in values if key not in keys]:
+        raise fail(unknown[0], f"unknown key {unknown[0]!r} (expected {', '.join(keys)})")
+    if missing := [key for key in keys if key not in values]:
+        raise fail(None, f"missing {', '.join(repr(key) for key in missing)}")
+    function, argument, features = values["function"], values["argument"], values["features"]
+    if function not in functions:
+        raise fail("function", f"{function!r} is not a function of this exercise ({', '.join(functions)})")
+    arguments = [argument] if isinstance(argument, str) else argument
+    if not isinstance(arguments, list) or not arguments or not all(isinstance(a, str) for a in arguments):
+        raise fail("argument", "argument must be a parameter's name, or a list of two names")
+    known = (parameters or {}).get(function)
+    if known is not None and (strange := [a for a in arguments if a not in known]):
+        raise fail("argument", f"{function} has no parameter {strange[0]!r} ({', '.join(known)})")
+    if not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features):
+        raise fail("features", "features must be a non-empty list of feature names")
+    for feature in features:
+        if feature not in FEATURES:
+            raise fail("features", f"no feature {feature!r} in grader.domain ({', '.join(FEATURES)})")
+        if FEATURES[feature].arity != len(arguments):
+            arity = FEATURES[feature].arity
+            raise fail("features", f"{feature!r} is a feature of {arity} argument(s), not {len(arguments)}")
+    if len(set(features)) != len(features):
+        raise fail("features", "a feature is listed twice")
+    return Domain(function, tuple(arguments), tuple(features))
 
 
 def default_weights(promises: Iterable[Promise]) -> dict[str, float]:
@@ -191,12 +272,11 @@ def _promise(
 class _PromiseText:
     """A promise file's lines, for the line of a [[promise]] table or of one of its keys (best effort)."""
 
-    _HEADER = re.compile(r"^\s*\[\[\s*promise\s*\]\]")
-
-    def __init__(self, text: str, shown_as: str) -> None:
+    def __init__(self, text: str, shown_as: str, table: str = "promise") -> None:
         self.shown_as = shown_as
         self.lines = text.split("\n")
-        self.headers = [n for n, line in enumerate(self.lines, 1) if self._HEADER.match(line)]
+        header = re.compile(rf"^\s*\[\[\s*{table}\s*\]\]")
+        self.headers = [n for n, line in enumerate(self.lines, 1) if header.match(line)]
 
     def error(self, line: int | None, problem: str) -> PromiseError:
         return PromiseError(self.shown_as, line, problem)
@@ -225,6 +305,20 @@ def inventory_promises(inventory: Mapping[str, Any]) -> dict[str, Promise]:
         )
         for promise_id, data in inventory.get("promises", {}).items()
     }
+
+
+def drawn_by_working_checks(
+    promises: Mapping[str, Promise], checks: Iterable[tuple[str, str, Iterable[str]]]
+) -> set[str]:
+    """The domain features (grader.domain's labels, which name the function called) that hidden checks of
+    a working kind drew: those that compare answers, whichever function of the exercise their promise is
+    of; `checks`: (suite, promise id, labels drawn) of each check of a recorded run."""
+    out: set[str] = set()
+    for suite, promise_id, labels in checks:
+        promise = promises.get(promise_id)
+        if suite == SUITES[-1] and promise is not None and promise.kind not in GATED:
+            out.update(labels)
+    return out
 
 
 def naming_problems(promises: Mapping[str, Promise], tests: Iterable[Mapping[str, Any]]) -> list[str]:

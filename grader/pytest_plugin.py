@@ -124,8 +124,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--record-calls",
         action="store_true",
-        help="record in each test's properties the lab functions it called on the submission "
-        "(grader validate)",
+        help="record in each test's properties the lab functions it called on the submission and the "
+        "declared domain features their arguments had (grader validate)",
     )
 
 
@@ -211,9 +211,35 @@ class OptLab:
             return self._suite[1]
         self.close()
         student, close = self._new_student(set())  # a timeout costs the rest of its exercise in its suite
+        if self.config.getoption("record_calls", False):
+            student.observe = self._domain_observer()
         self._suite = (suite, student, close)
         self._await_hold()
         return student
+
+    def _domain_observer(self) -> Callable[[str, tuple, dict], set[str]]:
+        """What --record-calls records of a call: the declared domain features (grader.domain, as the
+        inventory stores them) its arguments have, bound to the reference's parameters."""
+        import inspect
+
+        from grader.domain import drawn
+        from grader.inventory import stored_domains
+
+        domains: dict[str, list] = {}
+        for domain in stored_domains(_root(self.config)):
+            domains.setdefault(domain.function, []).append(domain)
+
+        def observe(name: str, args: tuple, kwargs: dict) -> set[str]:
+            function = getattr(self.reference, name, None)
+            if name not in domains or function is None:
+                return set()
+            try:
+                bound = inspect.signature(function).bind(*args, **kwargs).arguments
+            except TypeError:  # a check calling with the wrong arguments on purpose
+                return set()
+            return drawn(domains[name], bound)
+
+        return observe
 
     def close(self) -> None:
         """Close the running suite's worker, if any."""
@@ -484,9 +510,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.when == "call" and item.config.getoption("record_calls", False):
         student = getattr(item, "funcargs", {}).get("student")
         called = sorted(student.called) if isinstance(student, Student) else []
+        drawn = sorted(student.drawn) if isinstance(student, Student) else []
         if isinstance(student, Student):
             student.called.clear()  # what the next test calls (from its setup on) is its own
+            student.drawn.clear()
         item.user_properties.append(("calls", called))
+        item.user_properties.append(("drawn", drawn))
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
         item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))

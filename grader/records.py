@@ -27,3 +27,4 @@ class TestRecord:
     message: str  # the failure as pytest reported it ("" when passed)
     promise: str = ""  # the promise it checks, as the inventory says (never the run); "": it names none
     calls: tuple[str, ...] = ()  # the lab functions it called on the submission (with --record-calls)
+    drawn: tuple[str, ...] = ()  # the declared domain features its calls' arguments had (--record-calls)

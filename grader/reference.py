@@ -31,6 +31,13 @@ class Reference:
                 found[node.name] = (*found.get(node.name, ()), node)
         return found
 
+    def parameters(self) -> dict[str, tuple[str, ...]]:
+        """Each top-level function's parameter names, in order (its last definition's)."""
+        return {
+            name: tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
+            for name, (*_, node) in self.functions().items()
+        }
+
 
 def parse_reference(source: str, path: str) -> Reference:
     """Parse `source`; a syntax error becomes a one-line ModuleSourceError naming `path` and the line."""

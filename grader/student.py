@@ -60,6 +60,10 @@ class Student:
         # empty in a student's own run, where every change comes back as in a local call.
         self.last_changed: list[str] = []
         self.called: set[str] = set()  # the functions called since the last test took the record
+        # With --record-calls: the domain features (grader.domain) of each call's arguments, as they are
+        # before the call, and those drawn since the last test took the record
+        self.observe: Callable[[str, tuple, dict], set[str]] | None = None
+        self.drawn: set[str] = set()
         if contract is None and reference is not None:
             from grader.contract import module_contract  # grading only: not in the student handout
 
@@ -98,6 +102,8 @@ class Student:
         self._open_call = name
         self.last_changed = []
         self.called.add(name)
+        if self.observe is not None:
+            self.drawn |= self.observe(name, args, kwargs)
         request = {"op": "call", "function": name, "reference": self._answered(name)}
         try:
             return place_call(

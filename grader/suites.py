@@ -182,6 +182,7 @@ def _record(test: dict) -> TestRecord:
         property=str(props.get("property", "")),
         message=message,
         calls=tuple(str(name) for name in props.get("calls", ()) if isinstance(name, str)),
+        drawn=tuple(str(name) for name in props.get("drawn", ()) if isinstance(name, str)),
     )
 
 

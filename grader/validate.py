@@ -2,8 +2,10 @@
 test; the stubs earn nothing, and every test fails with its own exercise's NotImplementedError (not with
 an unrelated error, which would mean the test is broken or calls the wrong exercise); every exercise
 function is called by a test of its exercise (the reference run records each test's calls), else a stub
-of it would keep its points. The third verdict, trivial answers derived from the reference earning at
-most 2% of an exercise (type-aware ones included), is grader.trivial's.
+of it would keep its points; every feature of its functions' documented domains (grader.domain) is drawn
+by a hidden check of a working kind (the reference run records them). The third verdict, trivial answers
+derived from the reference earning at most 2% of an exercise (type-aware ones included), is
+grader.trivial's.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.domain import domains_from_data, undrawn
 from grader.inventory import load_inventory
 from grader.layout import MANIFEST, REFERENCE, STUDENT, SUITES
 from grader.manifest import Exercise, Manifest, load_manifest
+from grader.promises import drawn_by_working_checks, inventory_promises
 from grader.records import TestRecord
 from grader.reference import read_reference
 from grader.suites import run_suites
@@ -27,6 +31,7 @@ class ExerciseCheck:
     exercise: Exercise
     reference: tuple[TestRecord, ...]
     stubs: tuple[TestRecord, ...]
+    undrawn: tuple[str, ...] = ()  # the declared domain features no working check of its functions drew
 
     @property
     def problems(self) -> list[str]:
@@ -52,7 +57,7 @@ class ExerciseCheck:
             for name in self.exercise.functions
             if self.reference and name not in called
         ]
-        return out
+        return out + list(self.undrawn)
 
 
 def validate(root: Path, exercises: Sequence[int] | None = None) -> list[ExerciseCheck]:
@@ -60,21 +65,39 @@ def validate(root: Path, exercises: Sequence[int] | None = None) -> list[Exercis
     With `exercises`, only their tests run and only they are checked."""
     from grader.grading import only_exercises, suite_files_in_order
 
-    manifest = _manifest(root)
+    manifest, whole = _manifest(root), load_inventory(root)
     paths = None
     if exercises:
-        manifest, inventory = only_exercises(manifest, load_inventory(root), exercises)
+        manifest, inventory = only_exercises(manifest, whole, exercises)
         paths = suite_files_in_order(inventory)
     on_reference = run_suites(root, root / REFERENCE, paths, pytest_args=["--record-calls"])
     on_stubs = run_suites(root, root / STUDENT, paths)
+    missed = undrawn_features(whole, on_reference)
     return [
         ExerciseCheck(
             exercise,
             tuple(r for r in on_reference if r.exercise == exercise.id),
             tuple(r for r in on_stubs if r.exercise == exercise.id),
+            tuple(line for name in exercise.functions for line in missed.get(name, [])),
         )
         for exercise in manifest.exercises
     ]
+
+
+def undrawn_features(inventory: dict, records: Sequence[TestRecord]) -> dict[str, list[str]]:
+    """Function -> each feature of its declared domain that no hidden check of a working kind drew
+    in `records` (a run with --record-calls), one line each; only functions whose exercise ran."""
+    promises = inventory_promises(inventory)
+    promise_of = {test["nodeid"]: test.get("promise", "") for test in inventory["tests"]}
+    checks = ((r.suite, promise_of.get(r.nodeid, ""), r.drawn) for r in records)
+    drawn = drawn_by_working_checks(promises, checks)
+    ran = {r.exercise for r in records}
+    exercise_of = {p.function: p.exercise for p in promises.values()}
+    out: dict[str, list[str]] = {}
+    for domain in domains_from_data(inventory.get("domains", [])):
+        if exercise_of.get(domain.function) in ran:
+            out.setdefault(domain.function, []).extend(undrawn([domain], drawn))
+    return out
 
 
 def report_rows(checks: list[ExerciseCheck]) -> list[str]:

@@ -345,6 +345,7 @@ def test_front_with_many_candidates(student, reference):
 
 @pytest.mark.promise("select_candidate.draw")
 @given(tables(), st.integers(0, 2**32 - 1))
+@example([[-1.0, -0.5, 0.0], [-0.5, -1.0, 0.0], [-0.5, -2.0, 0.0]], 7)  # negative scores: the best is -0.5
 def test_select_candidate_matches_reference(student, reference, scores, seed):
     """select_candidate draws what the reference draws and leaves the rng in the same state."""
     rng_a, rng_b = random.Random(seed), random.Random(seed)
