@@ -70,6 +70,23 @@ def _unclipped(lab, **fields):
     return lab.ToyParams(floor=-100.0, cap=100.0, **fields)
 
 
+def _distinct(words, *left_out):
+    """The words of a value check's instruction: each once (how a repeated word counts is the
+    repeated_words edge's), without `left_out`."""
+    return list(dict.fromkeys(w for w in words if w not in left_out))
+
+
+def _within_cap(specs):
+    """The demo specs a value check uses: at most two correct and two wrong demos of each kind (what a
+    third one does is the demo_cap edge's)."""
+    seen, out = {}, []
+    for kind, ok in specs:
+        if seen.get((kind, ok), 0) < 2:
+            seen[(kind, ok)] = seen.get((kind, ok), 0) + 1
+            out.append((kind, ok))
+    return out
+
+
 def _module_words(lab, kind, own, other):
     """(parse words, answer words) with `own` in the kind's module and `other` in the other one."""
     return (own, other) if lab.MODULE_OF[kind] == "parse" else (other, own)
@@ -90,6 +107,7 @@ PLAIN_WORDS = RULE_WORDS + FILLERS
 def test_matches_reference_model(student, lab, reference, parse_words, answer_words, specs, fields):
     """The accuracy of every kind matches the reference model (programs, demos and parameters vary),
     where the model's value lies within [floor, cap]"""
+    specs, parse_words, answer_words = _within_cap(specs), _distinct(parse_words), _distinct(answer_words)
     prog = _program(lab, parse_words, answer_words, specs)
     extra = () if fields is None else (lab.ToyParams(**fields),)
     ref_params = reference.ToyParams() if fields is None else reference.ToyParams(**fields)
@@ -152,7 +170,9 @@ def test_clipped_to_floor_and_cap(student, lab, kind, parse_words, answer_words,
 def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
     """Naming the kind's rule word in the kind's module adds exactly instr_gain (before clipping)"""
     rule = lab.RULES[kind]
-    own = [w for w in own if w != rule and w not in NEAR_MISSES]  # near-misses: their own check
+    own = _distinct(
+        [w for w in own if w != rule and w not in NEAR_MISSES], FILLER
+    )  # near-misses: their own check
     params = _unclipped(lab, instr_gain=gain)
     without = _program(lab, *_module_words(lab, kind, own + [FILLER], other), specs)
     with_rule = _program(lab, *_module_words(lab, kind, own + [rule], other), specs)
@@ -177,14 +197,42 @@ def test_rule_word_adds_instr_gain(student, lab, kind, own, other, specs, gain):
     st.floats(0.0, 0.3),
     st.floats(0.0, 0.3),
 )
-def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad, others, gain, pen):
-    """Good demos of the kind add demo_gain and wrong ones cost bad_demo_pen, at most two of each, and
-    demos of other kinds do not count"""
+def test_good_and_bad_demos_of_the_kind_count(student, lab, kind, good, bad, others, gain, pen):
+    """Good demos of the kind add demo_gain and wrong ones cost bad_demo_pen (two of each at most here),
+    and demos of other kinds do not count"""
+    good, bad = min(good, 2), min(bad, 2)  # a third is the demo_cap edge's
     params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
     others = [(k, ok) for k, ok in others if k != kind]
     mine = [(kind, True)] * good + [(kind, False)] * bad
     base = _program(lab, ["Solve"], ["Solve"], [])
     prog = _program(lab, ["Solve"], ["Solve"], others + mine)
+    diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
+    expect_close(
+        diff,
+        min(good, 2) * gain - min(bad, 2) * pen,
+        f"p_correct(prog, {kind!r}, params) - p_correct(no demos)\n  prog = {prog!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@pytest.mark.promise("p_correct.demo_cap")
+@given(
+    st.sampled_from(KINDS),
+    st.integers(0, 4),
+    st.integers(0, 4),
+    st.booleans(),
+    st.floats(0.01, 0.3),
+    st.floats(0.01, 0.3),
+)
+@example("A", 1, 0, True, 0.1, 0.1)
+@example("E", 0, 2, False, 0.1, 0.1)
+def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad, more_good, gain, pen):
+    """At most two good and two wrong demos of the kind count: a third and more change nothing"""
+    good, bad = (good + 3, bad) if more_good else (good, bad + 3)
+    params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
+    base = _program(lab, ["Solve"], ["Solve"], [])
+    prog = _program(lab, ["Solve"], ["Solve"], [(kind, True)] * good + [(kind, False)] * bad)
     diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
     expect_close(
         diff,
@@ -204,7 +252,9 @@ def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
     keyword, hurt = conflict
     pen = lab.CONFLICTS[conflict]
     helped = lab.KIND_OF_WORD[keyword]
-    own = [w for w in own if w != keyword and w not in NEAR_MISSES]  # near-misses: their own check
+    own = _distinct(
+        [w for w in own if w != keyword and w not in NEAR_MISSES], FILLER
+    )  # near-misses: their own check
     params = _unclipped(lab)
     without = _program(lab, *_module_words(lab, hurt, own + [FILLER], other))
     with_kw = _program(lab, *_module_words(lab, hurt, own + [keyword], other))
@@ -223,10 +273,33 @@ def test_conflict_costs_only_its_kind(student, lab, conflict, own, other):
 
 @pytest.mark.promise("p_correct.length_penalty")
 @given(st.sampled_from(KINDS), instruction_words, st.integers(0, 6), st.integers(0, 12), st.floats(0.0, 0.1))
-@example("A", ["units"] * 9, 1, 10, 0.02)
-@example("D", ["Solve", "abbrev", "abbrev"], 3, 4, 0.05)
+@example("A", ["units", "Solve", "the", "task", "now", "carefully", "step", "dates", "ties"], 1, 10, 0.02)
 def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extra, free, pen):
     """Every instruction word of the kind's module beyond free_words costs length_pen"""
+    own = _distinct(own)
+    params = _unclipped(lab, length_pen=pen, free_words=free)
+    short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
+    pads = [f"pad{i}" for i in range(extra)]  # words that are no rule word, no keyword, none of own
+    long = _program(lab, *_module_words(lab, kind, own + pads, ["Solve"]))
+    n = len(own)
+    want = -pen * (max(0, n + extra - free) - max(0, n - free))
+    diff = student.p_correct(long, kind, params) - student.p_correct(short, kind, params)
+    expect_close(
+        diff,
+        want,
+        f"p_correct(long, {kind!r}) - p_correct(short, {kind!r})\n"
+        f"  long = {long!r}\n  short = {short!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
+@pytest.mark.promise("p_correct.repeated_words")
+@given(st.sampled_from(KINDS), instruction_words, st.integers(2, 6), st.integers(0, 12), st.floats(0.01, 0.1))
+@example("A", ["units"] * 9, 1, 10, 0.02)
+@example("D", ["Solve", "abbrev", "abbrev"], 3, 4, 0.05)
+def test_repeated_words_count_for_the_length(student, lab, kind, own, extra, free, pen):
+    """A repeated word of the kind's instruction counts for the length penalty as often as it is there"""
     params = _unclipped(lab, length_pen=pen, free_words=free)
     short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
     long = _program(lab, *_module_words(lab, kind, own + [FILLER] * extra, ["Solve"]))
@@ -298,7 +371,7 @@ def test_rule_word_counts_only_as_a_whole_word(student, lab, kind, own, shape, u
     'subunits' do not (each replaces a filler word, so the length penalty is the same)"""
     rule = lab.RULES[kind]
     near = rule.capitalize() if upper else shape.format(rule)
-    own = [w for w in own if w.strip(".,:!").lower() != rule and rule not in w]
+    own = _distinct([w for w in own if w.strip(".,:!").lower() != rule and rule not in w], FILLER)
     params = _unclipped(lab, instr_gain=gain)
     progs = {
         word: _program(lab, *_module_words(lab, kind, own + [word], ["Solve"]))

@@ -82,14 +82,9 @@ def test_max_per_kind(student, lab):
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
-@pytest.mark.promise("bootstrap_demos.keep_all")
-def test_keep_all_keeps_failing_traces(student, lab):
-    """keep_all=True skips the filter: failing traces are kept too, with their wrong output and
-    correct=False; max_per_kind still applies (ids 14, 17, 19 are third or later of their kind)."""
-    prog, train, rng, meter = _program(lab), _train(lab), random.Random(23), lab.Meter()
-    what = _what(prog, train, 23, meter=lab.Meter(), keep_all=True)
-    got = student.bootstrap_demos(prog, train, rng, meter=meter, keep_all=True)
-    want = [
+def _keep_all_seed_23(lab):
+    """The demos of seed 23 with keep_all=True (failing traces with their output and correct=False)."""
+    return [
         _demo(lab, 10, "A", 3, False),
         _demo(lab, 11, "D", 0, False),
         _demo(lab, 12, "A", 0),
@@ -98,9 +93,29 @@ def test_keep_all_keeps_failing_traces(student, lab):
         _demo(lab, 16, "D", 0),
         _demo(lab, 18, "C", 1),
     ]
-    expect_equal(got, want, what)
+
+
+@pytest.mark.promise("bootstrap_demos.keep_all")
+def test_keep_all_keeps_failing_traces(student, lab):
+    """keep_all=True skips the filter: failing traces are kept too; max_per_kind still applies (ids 14,
+    17, 19 are third or later of their kind). The demos' (id, kind) are compared here."""
+    prog, train, rng, meter = _program(lab), _train(lab), random.Random(23), lab.Meter()
+    what = _what(prog, train, 23, meter=lab.Meter(), keep_all=True)
+    got = student.bootstrap_demos(prog, train, rng, meter=meter, keep_all=True)
+    want = _keep_all_seed_23(lab)
+    expect_equal([(d.id, d.kind) for d in got], [(d.id, d.kind) for d in want], what + " (id, kind)")
     expect_equal((meter.rollouts, meter.tokens), (10, 278), what + ": (meter.rollouts, meter.tokens) after")
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
+
+
+@pytest.mark.promise("bootstrap_demos.kept_failures")
+def test_kept_failures_carry_their_output(student, lab):
+    """Seed 23 with keep_all=True again: a failing trace is kept with its own wrong output and
+    correct=False (id 10's trace answered 3, its example's answer is 1)."""
+    prog, train = _program(lab), _train(lab)
+    what = _what(prog, train, 23, keep_all=True)
+    got = student.bootstrap_demos(prog, train, random.Random(23), keep_all=True)
+    expect_equal(got, _keep_all_seed_23(lab), what)
 
 
 @pytest.mark.promise("bootstrap_demos.rollouts_and_rng")
@@ -129,7 +144,7 @@ def test_a_model_that_is_always_right(student, lab):
 @pytest.mark.promise("bootstrap_demos.one_rollout_per_example")
 def test_a_model_that_is_never_right(student, lab):
     """ToyParams(floor=0.0, cap=0.0) makes every rollout fail: no demos, but still one rollout (and its
-    tokens) per training example; with keep_all the failures come back with correct=False."""
+    tokens) per training example; with keep_all the failures come back (their ids and kinds compared)."""
     prog, train, params = _program(lab), _train(lab), lab.ToyParams(floor=0.0, cap=0.0)
     rng, meter = random.Random(11), lab.Meter()
     what = _what(prog, train, 11, f", {params!r}, Meter()")
@@ -140,12 +155,7 @@ def test_a_model_that_is_never_right(student, lab):
     rng, meter = random.Random(11), lab.Meter()
     what = _what(prog, train[:5], 11, f", {params!r}, Meter()", keep_all=True)
     got = student.bootstrap_demos(prog, train[:5], rng, params, meter, keep_all=True)
-    want = [
-        _demo(lab, 10, "A", 0, False),
-        _demo(lab, 11, "D", 1, False),
-        _demo(lab, 12, "A", 3, False),
-        _demo(lab, 13, "B", 1, False),
-    ]
-    expect_equal(got, want, what)
+    want = [(10, "A"), (11, "D"), (12, "A"), (13, "B")]
+    expect_equal([(d.id, d.kind) for d in got], want, what + " (id, kind)")
     expect_equal((meter.rollouts, meter.tokens), (5, 137), what + ": (meter.rollouts, meter.tokens) after")
     expect_equal(rng.random(), 0.7929768725199526, what + ": rng.random() after the call")

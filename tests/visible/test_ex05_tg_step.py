@@ -27,14 +27,17 @@ def _step(student, graph):
 @pytest.mark.promise("tg_step.most_asked_word")
 def test_adds_the_most_asked_word(student, lab):
     """'units' is asked for twice (across both gradients), 'dates' once: 'units' is added after one space;
-    in the answer module 'abbrev' and 'ties' are tied and 'abbrev' comes first."""
+    in the answer module 'abbrev' is asked twice, 'ties' once. Both modules changed (the result sorted
+    here; its order is checked below)."""
     parse = lab.TGVar(
         "Solve the task", "parse", True, ["consider naming: dates, units", "consider naming: units"]
     )
-    answer = lab.TGVar("Solve the task", "answer", True, ["consider naming: ties, abbrev"])
+    answer = lab.TGVar(
+        "Solve the task", "answer", True, ["consider naming: ties, abbrev", "consider naming: abbrev"]
+    )
     graph = [("parse", parse), ("answer", answer)]
     got, what = _step(student, graph)
-    expect_equal(got, ["parse", "answer"], what)
+    expect_equal(sorted(got), ["answer", "parse"], what + " (sorted)")
     # the caller's own TGVar objects change
     expect_equal(
         [parse.value, answer.value],
@@ -47,19 +50,39 @@ def test_adds_the_most_asked_word(student, lab):
 @pytest.mark.promise("tg_step.most_asked_word")
 def test_skips_words_already_in_the_value(student, lab):
     """'currency' is asked most but already named, so 'ties' is added; 'Solve' becomes 'Solve units'.
-    The result follows the graph's order (answer first here)."""
+    Both modules changed (the result sorted here)."""
     answer = lab.TGVar(
         "Solve currency", "answer", True, ["consider naming: currency, ties", "consider naming: currency"]
     )
     parse = lab.TGVar("Solve", "parse", True, ["consider naming: units"])
     graph = [("answer", answer), ("parse", parse)]
     got, what = _step(student, graph)
-    expect_equal(got, ["answer", "parse"], what)
+    expect_equal(sorted(got), ["answer", "parse"], what + " (sorted)")
     expect_equal(
         _state(graph),
         [("answer", "Solve currency ties", []), ("parse", "Solve units", [])],
         what + ": (module, value, grads) after the step",
     )
+
+
+@pytest.mark.promise("tg_step.ties_alphabetical")
+def test_ties_go_alphabetically(student, lab):
+    """'ties' and 'abbrev' are asked for equally often: 'abbrev', alphabetically first, is added."""
+    answer = lab.TGVar("Solve the task", "answer", True, ["consider naming: ties, abbrev"])
+    graph = [("answer", answer)]
+    _, what = _step(student, graph)
+    expect_equal(answer.value, "Solve the task abbrev", what + ": the value after the step")
+
+
+@pytest.mark.promise("tg_step.changed_in_graph_order")
+def test_the_result_follows_the_graph_order(student, lab):
+    """Both modules change: the result lists them in the graph's order (answer first here)."""
+    graph = [
+        ("answer", lab.TGVar("Solve", "answer", True, ["consider naming: ties"])),
+        ("parse", lab.TGVar("Solve", "parse", True, ["consider naming: units"])),
+    ]
+    got, what = _step(student, graph)
+    expect_equal(got, ["answer", "parse"], what)
 
 
 @pytest.mark.promise("tg_step.frozen_unchanged")

@@ -94,11 +94,23 @@ def test_only_failures_of_this_module_count(lab, student):
     )
 
 
+@pytest.mark.promise("reflect_update.noise_asks_nothing")
+def test_noise_asks_for_nothing(lab, student):
+    """A noise failure asks for nothing, even where the instruction given does not name its rule."""
+    traces = [trace(lab, "C", noise=True, i=0), trace(lab, "C", noise=True, i=1)]
+    got = student.reflect_update("Solve units carefully.", traces, "parse")
+    expect_equal(
+        got,
+        "Solve units carefully.",
+        call("reflect_update", "Solve units carefully.", kinds(traces), "parse"),
+    )
+
+
 @pytest.mark.promise("reflect_update.unchanged_as_was")
 def test_unchanged_when_no_failure_names_a_missing_rule(lab, student):
     """Noise failures, correct traces, no traces: the instruction comes back unchanged, '.' and all."""
     cases = [
-        [trace(lab, "A", noise=True, i=0), trace(lab, "C", noise=True, i=1)],  # noise asks for nothing
+        [trace(lab, "A", noise=True, i=0)],  # noise asks for nothing
         [trace(lab, "A", correct=True, i=0), trace(lab, "D", i=1)],  # D belongs to the answer module
         [trace(lab, "A", i=0)],  # asks for 'units', which is there already
         [],
