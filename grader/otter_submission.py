@@ -84,8 +84,10 @@ def _move(source: Path, target: Path) -> None:
 
 
 def submitted_names(autograder_dir: Path) -> list[str]:
-    """The names in Otter's submission folder before the submission is taken (`leave_names`)."""
-    return sorted(os.listdir(autograder_dir / "submission"))
+    """The files (not folders or links) in Otter's submission folder before the submission is taken
+    (`leave_names`): otter grade puts one file there."""
+    folder = autograder_dir / "submission"
+    return sorted(n for n in os.listdir(folder) if (folder / n).is_file() and not (folder / n).is_symlink())
 
 
 def leave_names(autograder_dir: Path, names: list[str]) -> None:
