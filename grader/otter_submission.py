@@ -81,6 +81,23 @@ def _move(source: Path, target: Path) -> None:
         shutil.move(source, target)
 
 
+def submitted_names(autograder_dir: Path) -> list[str]:
+    """The files (not folders or links) in Otter's submission folder before the submission is taken
+    (`leave_names`): otter grade puts one file there."""
+    folder = autograder_dir / "submission"
+    return sorted(n for n in os.listdir(folder) if (folder / n).is_file() and not (folder / n).is_symlink())
+
+
+def leave_names(autograder_dir: Path, names: list[str]) -> None:
+    """Once Otter is done: an empty file under each of `names` gone from Otter's submission folder.
+    `otter grade` copies the file it put there back out of its container (`docker cp`) and counts the
+    grading as failed where it is gone; what was submitted stays out of its reach."""
+    folder = autograder_dir / "submission"
+    for name in names:
+        if not os.path.lexists(folder / name):
+            (folder / name).touch()
+
+
 def prepare_autograder_dir(autograder_dir: str) -> None:
     """Run by the zip's run_otter.py before Otter starts: Otter 7 reads submission_metadata.json as
     JSON when a plugin is configured, and `otter grade`'s image holds an empty one."""

@@ -10,8 +10,13 @@ promises and inventory, and the reference. `files/` because it is the one folder
   holds an empty one, which Otter 7 cannot parse when a plugin is configured);
 - `files/optlab-placeholder.ipynb` is what Otter resolves as the submission (Otter copies files/* into
   its submission folder and prefers a lone notebook): Otter opens no submitted file;
+- setup.sh makes the grading environment from PyPI alone where the base has a released Python 3.11 to
+  3.13 (scripts/python.sh, inlined: on PATH, or from the base's apt as on Debian 12): a virtual
+  environment at OTTER_VENV with requirements.txt (environment.yml's pip packages); else, as on
+  Gradescope's Ubuntu 22.04 (whose python3.11 is 3.11.0rc1), Otter's own Miniforge and conda-forge
+  steps. run_autograder grades in whichever is there; both say which in one line of their log;
 - setup.sh creates the unprivileged user that submissions run as (scripts/setup-worker.sh, inlined: otter
-  grade runs setup.sh before anything else of the zip is in place);
+  grade runs setup.sh before anything else of the zip is in place, requirements.txt aside);
 - setup.sh no longer installs Playwright's Chromium, TeX Live or pandoc, which only Otter's PDF export
   uses (off here): Chromium is a known cause of failed image builds, and TeX Live took 7 minutes of
   every `otter grade` image build (Otter's test of the config passes on a missing file with jq 1.6).
@@ -43,6 +48,9 @@ PYTHON_VERSION = "3.13"  # Otter's grading environment
 AUTOGRADER_ZIP = "autograder.zip"
 DIST = Path("dist")  # where `grader package` writes by default
 ENV_NAME = "otter-env"  # the conda environment of Otter's setup.sh
+OTTER_VENV = "/opt/otter-env"  # the zip's virtual environment, where the base has a released Python
+REQUIREMENTS = "requirements.txt"  # its packages: environment.yml's pip section (otter grade copies it)
+ENVIRONMENT_LINE = "optlab-kit: grading environment:"  # how setup.sh and run_autograder name their choice
 GRADING_REQUIREMENTS = ("pytest", "pytest-json-report", "hypothesis")  # pinned in pyproject.toml
 PLAYWRIGHT_STEP = f'mamba run -n {ENV_NAME} bash -c "playwright install-deps && playwright install chromium"'
 # Otter's setup.sh installs TeX Live and pandoc when `jq -e '[.pdf, .token] | any'` holds; with jq 1.6
@@ -54,7 +62,8 @@ Before Otter starts, the submission is taken out of its sight (grader.otter_subm
 alone is kept, where only root reads it, for the kit's grader; Otter finds its submission folder empty
 of submitted files and grades the kit's placeholder notebook with the kit's plugin, which starts no
 kernel. Otter unpacks no zip (the kit has read the one it would have unpacked) and gets a readable
-submission_metadata.json (otter grade's image holds an empty one).
+submission_metadata.json (otter grade's image holds an empty one). Once Otter is done, each name the
+submission folder had is there again, as an empty file, for otter grade to copy back.
 """
 
 import os
@@ -64,14 +73,23 @@ from pathlib import Path
 AUTOGRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # Gradescope's /autograder
 sys.path.insert(0, os.path.join(AUTOGRADER_DIR, "source", "files", "optlab"))
 
-from grader.otter_submission import prepare_autograder_dir, take_submission  # noqa: E402
+from grader.otter_submission import (  # noqa: E402
+    leave_names,
+    prepare_autograder_dir,
+    submitted_names,
+    take_submission,
+)
 
 if __name__ == "__main__":
     prepare_autograder_dir(AUTOGRADER_DIR)
+    submitted = submitted_names(Path(AUTOGRADER_DIR))
     take_submission(Path(AUTOGRADER_DIR))
     from otter.run.run_autograder import main as run_autograder
 
-    run_autograder(AUTOGRADER_DIR, zips=False)
+    try:
+        run_autograder(AUTOGRADER_DIR, zips=False)
+    finally:  # otter grade copies the submission's file back out of the container: an empty one
+        leave_names(Path(AUTOGRADER_DIR), submitted)
 '''
 # What Otter resolves as the submission (it prefers a lone notebook, and copies files/* into its
 # submission folder before looking): the kit's own, so that Otter never opens a submitted file, and
@@ -100,6 +118,7 @@ def write_autograder(root: Path, dist: Path) -> Path:
             for name in sorted(otter.namelist()):
                 if not name.startswith("tests/"):
                     add_member(zf, name, _edited(root, name, otter.read(name)))
+            add_member(zf, REQUIREMENTS, venv_requirements(otter.read("environment.yml")).encode())
             add_member(zf, "tests/", b"")  # Otter's test folder: empty, the plugin grades
             add_member(zf, PLACEHOLDER_NOTEBOOK, placeholder_notebook())
             for path in kit_files(root):
@@ -236,6 +255,19 @@ def _otter_generate(staging: Path, out: Path) -> None:
         raise PackageError(f"otter generate failed: {why[0]}")
 
 
+def venv_requirements(environment_yml: bytes) -> str:
+    """requirements.txt of the zip's virtual environment: the pip packages of Otter's environment.yml
+    (Otter, the grading extras, the suites' pins); its conda packages (Python, pip, jupyter_server for
+    Otter's notebook kernels) are the base's Python and what the plugin never starts."""
+    import yaml  # type: ignore[import-untyped]  # Otter's dependency, as is the environment.yml it reads
+
+    spec = yaml.safe_load(environment_yml)
+    pips = [d["pip"] for d in spec["dependencies"] if isinstance(d, dict) and "pip" in d]
+    if len(pips) != 1 or not pips[0]:
+        raise PackageError(f"Otter's environment.yml has no pip section: is otter {OTTER_VERSION} installed?")
+    return "".join(f"{line}\n" for line in pips[0])
+
+
 def _edited(root: Path, name: str, data: bytes) -> bytes:
     """Otter's file `name`, with the kit's edits (see the module docstring)."""
     if name == "run_otter.py":
@@ -256,19 +288,64 @@ def _edited(root: Path, name: str, data: bytes) -> bytes:
         )
         if blocks != 1:
             raise PackageError(f"Otter's setup.sh has no PDF block: is otter {OTTER_VERSION} installed?")
-        return (text.rstrip("\n") + "\n\n" + _worker_step(root)).encode()
+        head, sep, otters = text.partition("set -e\n")
+        if not sep:
+            raise PackageError(f"Otter's setup.sh has no 'set -e': is otter {OTTER_VERSION} installed?")
+        return (head + sep + "\n" + _venv_steps(root) + otters.lstrip("\n").rstrip("\n") + "\n"
+                + f"mamba run -n {ENV_NAME} bash /tmp/optlab-setup-worker.sh python\n").encode()
+    if name == "run_autograder":
+        head, sep, otters = data.decode().partition("\n")
+        if f"mamba activate {ENV_NAME}" not in otters or "run_otter.py" not in otters:
+            raise PackageError(f"Otter's run_autograder is not {OTTER_VERSION}'s: is that Otter installed?")
+        return (head + sep + _venv_run() + otters).encode()
     return data
 
 
-def _worker_step(root: Path) -> str:
-    """setup.sh's last step: scripts/setup-worker.sh, inlined, run with the environment's Python."""
-    script = (root / "scripts" / "setup-worker.sh").read_text(encoding="utf-8")
+def _inlined(root: Path, script: str, marker: str) -> str:
+    """A heredoc that writes the kit's scripts/`script` to /tmp (setup.sh runs before the zip is there)."""
+    text = (root / "scripts" / script).read_text(encoding="utf-8").rstrip()
+    return f"cat > /tmp/optlab-{script} <<'{marker}'\n{text}\n{marker}\n"
+
+
+def _venv_steps(root: Path) -> str:
+    """setup.sh's first steps: the kit's two scripts inlined, then the virtual environment from PyPI
+    where a released Python 3.11 to 3.13 is found (it ends setup.sh); else on to Otter's Miniforge."""
+    version = "$(\"$python\" -c 'import platform; print(platform.python_version())')"
     return (
-        "# optlab-kit: the unprivileged user that submissions run as (the kit's scripts/setup-worker.sh)\n"
-        "cat > /tmp/optlab-setup-worker.sh <<'OPTLAB_SETUP_WORKER'\n"
-        f"{script.rstrip()}\n"
-        "OPTLAB_SETUP_WORKER\n"
-        f"mamba run -n {ENV_NAME} bash /tmp/optlab-setup-worker.sh python\n"
+        "# optlab-kit: a released Python 3.11 to 3.13 (the kit's scripts/python.sh), the unprivileged user\n"
+        "# that submissions run as (its scripts/setup-worker.sh)\n"
+        + _inlined(root, "python.sh", "OPTLAB_PYTHON")
+        + _inlined(root, "setup-worker.sh", "OPTLAB_SETUP_WORKER")
+        + "# optlab-kit: with a released Python here (or from apt: Debian 12's 3.11.2), a virtual\n"
+        "# environment of PyPI's packages; else (Gradescope's Ubuntu 22.04: its python3.11 is 3.11.0rc1)\n"
+        "# Otter's Miniforge below\n"
+        f"venv={OTTER_VENV}\n"
+        'if python=$(bash /tmp/optlab-python.sh); then\n'
+        f'  echo "{ENVIRONMENT_LINE} $venv, Python {version} ($python), packages from PyPI"\n'
+        "  if ! \"$python\" -c 'import ensurepip, venv' 2>/dev/null && command -v apt-get >/dev/null; then\n"
+        "    export DEBIAN_FRONTEND=noninteractive\n"
+        "    apt-get update -qq\n"
+        '    apt-get install -y -qq --no-install-recommends "$(basename "$python")-venv"\n'
+        "  fi\n"
+        '  "$python" -m venv "$venv"\n'
+        '  "$venv/bin/python" -m pip install --no-cache-dir --disable-pip-version-check \\\n'
+        f'    -r "$(dirname "${{BASH_SOURCE[0]}}")/{REQUIREMENTS}"\n'
+        '  bash /tmp/optlab-setup-worker.sh "$venv/bin/python"\n'
+        "  exit 0\n"
+        "fi\n"
+        f'echo "{ENVIRONMENT_LINE} Otter\'s conda environment {ENV_NAME} (Miniforge, conda-forge)"\n\n'
+    )
+
+
+def _venv_run() -> str:
+    """run_autograder's first lines: grade in the zip's virtual environment where setup.sh made one."""
+    version = f"$({OTTER_VENV}/bin/python -c 'import platform; print(platform.python_version())')"
+    return (
+        f"if [ -x {OTTER_VENV}/bin/python ]; then\n"
+        f'  echo "{ENVIRONMENT_LINE} {OTTER_VENV}, Python {version}, packages from PyPI"\n'
+        f"  PATH={OTTER_VENV}/bin:$PATH exec python /autograder/source/run_otter.py\n"
+        "fi\n"
+        f'echo "{ENVIRONMENT_LINE} Otter\'s conda environment {ENV_NAME} (Miniforge)"\n'
     )
 
 

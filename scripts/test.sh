@@ -6,7 +6,8 @@
 # tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's golden demo (and on 3.13 its suites) are checked
 # on them too.
-# Last, as root: the grading image, built with Podman and graded in (scripts/test-image.sh).
+# Last, as root: the grading image, built with Podman and graded in (scripts/test-image.sh), then `otter
+# grade` of the packaged zip in Otter's own image on the same base (scripts/test-otter-grade.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -44,6 +45,9 @@ done
 if [ "$(id -u)" -eq 0 ]; then
   echo "test: the grading image, built with Podman and graded in as on this machine (scripts/test-image.sh)"
   scripts/test-image.sh
+  echo "test: otter grade of the packaged zip, with Podman behind docker, against grader batch (scripts/test-otter-grade.sh)"
+  scripts/test-otter-grade.sh
 else
-  echo "test: not root: the grading image is not tested here (scripts/test-image.sh needs root; CI runs it)"
+  echo "test: not root: the grading image and otter grade are not tested here (scripts/test-image.sh and"
+  echo "      scripts/test-otter-grade.sh need root; CI runs them)"
 fi

@@ -3,9 +3,11 @@
 Each lays out a temporary root as /autograder: Gradescope unpacks the whole zip into source/; Otter's
 own Dockerfile (otter/grade/Dockerfile) copies only setup.sh, environment.yml, requirements.*,
 otter_config.json, run_otter.py, files/ and tests/, and leaves an empty submission_metadata.json.
-setup.sh cannot run here (it downloads Miniforge), so its environment is built as a fresh virtual
-environment from environment.yml (its Python, its pip packages), and setup.sh's own kit step (the worker
-user) runs with that environment's Python. Then run_autograder's command runs with the rehearsal's root.
+The zip's own setup.sh makes the grading environment, on its branch for a base with a released Python
+(this machine's: a virtual environment of PyPI's packages), with its paths (/autograder, the
+environment's folder, its /tmp scripts) moved into the rehearsal's root; its Miniforge branch (a base
+without one: Gradescope's Ubuntu 22.04) runs against stand-ins for apt-get, wget and mamba that log
+what they are asked. Then the zip's run_autograder grades, with the same paths moved.
 Gradescope's results.json must be `grader grade`'s, entry by entry (execution time aside), for the
 reference, the stubs, a partial and a hostile submission: what students see is what the instructor
 previewed. otter grade's results.pkl is read back as otter grade reads it, into its grades table, which
@@ -15,6 +17,7 @@ must agree with `grader grade` per exercise.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,12 +36,11 @@ from otter_comparison import (
     rehearsed,
 )
 
-from grader.package import ENV_NAME, PLAYWRIGHT_STEP
+from grader.package import ENVIRONMENT_LINE, OTTER_VENV, REQUIREMENTS
 from tests.kit.conftest import KIT
 
 SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"  # otter grade's layout
 AUTOGRADER_DIR = "/autograder"  # Gradescope's, and that of otter grade's containers
-WORKER_STEP = "# optlab-kit: the unprivileged user"
 METADATA = {
     "id": 123456,
     "created_at": "2026-12-02T10:00:00.000000-08:00",
@@ -46,7 +48,7 @@ METADATA = {
     "users": [{"email": "ada@example.edu", "id": 1, "name": "Ada Lovelace", "sid": "A001"}],
     "previous_submissions": [],
 }
-OTTER_GRADE_COPIES = ("setup.sh", "environment.yml", "requirements.txt", "otter_config.json", "run_otter.py")
+OTTER_GRADE_COPIES = ("setup.sh", "environment.yml", REQUIREMENTS, "otter_config.json", "run_otter.py")
 
 
 def interpreter(version: str) -> str:
@@ -59,18 +61,39 @@ def interpreter(version: str) -> str:
     return sys.executable
 
 
+def moved(script: Path, places: dict[str, Path]) -> Path:
+    """`script` with the zip's absolute paths (/autograder, the environment's folder, ...) at `places`."""
+    text = script.read_text()
+    for path, place in places.items():
+        text = text.replace(path, str(place))
+    script.write_text(text)
+    return script
+
+
 @pytest.fixture(scope="module")
 def environment(autograder, tmp_path_factory) -> Path:
-    """Otter's environment.yml, as a fresh virtual environment; its Python."""
+    """The zip's setup.sh run on its branch for a released Python (environment.yml's, where this machine
+    has it, else this one): the virtual environment it makes; its Python."""
+    tmp = tmp_path_factory.mktemp("otter-env")
+    root = lay_out(tmp, autograder, "otter-grade")
+    venv, places = tmp / "venv", {"/autograder": root, "/tmp/optlab-": tmp / "optlab-"}
     spec = yaml.safe_load(zipfile.ZipFile(autograder).read("environment.yml"))
     python = next(d for d in spec["dependencies"] if isinstance(d, str) and d.startswith("python="))
-    pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
-    venv = tmp_path_factory.mktemp("otter-env") / "venv"
-    subprocess.run([interpreter(python.removeprefix("python=")), "-m", "venv", str(venv)], check=True)
-    install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    run = subprocess.run(install + pip, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
+    setup = moved(root / "source" / "setup.sh", {OTTER_VENV: venv, **places})
+    env = {**os.environ, "PYTHON": interpreter(python.removeprefix("python="))}
+    run = subprocess.run(["bash", str(setup)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    version = platform_version(env["PYTHON"])
+    assert [line for line in run.stdout.splitlines() if line.startswith(ENVIRONMENT_LINE)] == [
+        f"{ENVIRONMENT_LINE} {venv}, Python {version} ({env['PYTHON']}), packages from PyPI"
+    ]
+    assert "mamba" not in run.stdout + run.stderr and "setup-worker: ready" in run.stdout
     return venv / "bin" / "python"
+
+
+def platform_version(python: str) -> str:
+    command = [python, "-c", "import platform; print(platform.python_version())"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def lay_out(tmp: Path, autograder: Path, layout: str, submission: Path = SUBMISSION) -> Path:
@@ -97,32 +120,20 @@ def lay_out(tmp: Path, autograder: Path, layout: str, submission: Path = SUBMISS
     return root
 
 
-def run_setup_kit_step(root: Path, python: Path) -> None:
-    """setup.sh's kit step, with the rehearsal's environment in place of Otter's conda one."""
-    setup = (root / "source" / "setup.sh").read_text()
-    assert "mamba env create" in setup and PLAYWRIGHT_STEP not in setup
-    step = setup[setup.index(WORKER_STEP) :].replace(
-        f"mamba run -n {ENV_NAME} ", f"PATH={python.parent}:$PATH "
-    )
-    run = subprocess.run(["bash", "-c", step], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-
-
 def run_autograder(root: Path, python: Path) -> subprocess.CompletedProcess:
-    """run_autograder's command (python run_otter.py in Otter's environment), with this root."""
-    assert "run_otter.py" in (root / "run_autograder").read_text()
-    run_otter = root / "source" / "run_otter.py"
-    run_otter.write_text(run_otter.read_text().replace(f'"{AUTOGRADER_DIR}"', repr(str(root))))
-    return subprocess.run(
-        [str(python), str(run_otter)], cwd=root, capture_output=True, text=True, timeout=900
-    )
+    """The zip's run_autograder, with this root and the environment `python` is in."""
+    script = moved(root / "run_autograder", {OTTER_VENV: python.parent.parent, "/autograder": root})
+    run = subprocess.run(["bash", str(script)], cwd=root, capture_output=True, text=True, timeout=900)
+    chosen = [line for line in run.stdout.splitlines() if line.startswith(ENVIRONMENT_LINE)]
+    assert chosen == [f"{ENVIRONMENT_LINE} {python.parent.parent}, Python {platform_version(str(python))}, "
+                      "packages from PyPI"], run.stdout[-2000:]  # fmt: skip
+    return run
 
 
 @pytest.mark.parametrize("which", SUBMISSIONS)
 def test_gradescope_shows_students_grader_grades_page(autograder, environment, tmp_path, which):
     submission, marker = rehearsed(which, tmp_path)
     root = lay_out(tmp_path, autograder, "gradescope", submission)
-    run_setup_kit_step(root, environment)
     run = run_autograder(root, environment)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not (root / "submission" / "optlab").exists(), "the kit's copy beside the submission was left"
@@ -141,12 +152,13 @@ def test_gradescope_shows_students_grader_grades_page(autograder, environment, t
 
 def test_otter_grades_image_gives_grader_grades_scores(autograder, environment, tmp_path):
     root = lay_out(tmp_path, autograder, "otter-grade")
-    run_setup_kit_step(root, environment)
     run = run_autograder(root, environment)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not (root / "submission" / "optlab").exists(), "the kit's copy beside the submission was left"
     expected = exercise_scores(grader_document(SUBMISSION, tmp_path / "grade.json"))
     assert 0 < sum(expected.values()) < 100
+    # otter grade copies the file it put in back out (docker cp fails where it is gone): an empty one
+    assert (root / "submission" / SUBMISSION.name).read_bytes() == b""
     row = otter_grade_row(root / "results" / "results.pkl")
     assert row == pytest.approx(expected, abs=OTTER_ROUNDING)
 
@@ -163,3 +175,73 @@ def otter_grade_row(pickled: Path) -> dict[str, float]:
     row = table[table["file"] == SUBMISSION.name].iloc[0].to_dict()
     assert row["grading_status"] == "Completed"
     return {name: float(row[name]) for name in results.results}
+
+
+FAKE_APT_GET = """#!/bin/bash
+echo "apt-get $*" >> "$STANDINS_LOG"
+case " $* " in *" install "*" python3.11 "*)  # Ubuntu 22.04's python3.11: a release candidate
+  printf '%s\\n' '#!/bin/bash' 'case "$2" in' '  *releaselevel*) exit 1 ;;' \\
+    '  *python_version*) echo 3.11.0rc1 ;;' 'esac' > "$(dirname "$0")/python3.11"
+  chmod +x "$(dirname "$0")/python3.11" ;;
+esac
+"""
+FAKE_WGET = """#!/bin/bash
+echo "wget $*" >> "$STANDINS_LOG"
+printf '#!/bin/bash\\necho "miniforge-installer $*" >> "$STANDINS_LOG"\\n' > "${@: -1}"
+"""
+FAKE_LOGGER = '#!/bin/bash\necho "$(basename "$0") $*" >> "$STANDINS_LOG"\n'
+UNSUPPORTED = "#!/bin/bash\nexit 1\n"  # a Python outside 3.11 to 3.13 (Ubuntu 22.04's python3 is 3.10)
+
+
+def test_setup_takes_otters_miniforge_where_no_released_python_is(autograder, tmp_path):
+    """A base without a released Python 3.11 to 3.13 (Gradescope's Ubuntu 22.04: python3 is 3.10, apt's
+    python3.11 is 3.11.0rc1): setup.sh refuses the pre-release, makes no virtual environment, says so
+    in one line, and runs Otter's own steps (its apt packages, Miniforge, the conda environment from
+    environment.yml), then the worker step in that environment; run_autograder grades in it."""
+    root = lay_out(tmp_path, autograder, "otter-grade")
+    standins, log, venv = tmp_path / "bin", tmp_path / "standins.log", tmp_path / "venv"
+    standins.mkdir()
+    fakes = {"apt-get": FAKE_APT_GET, "wget": FAKE_WGET, "mamba": FAKE_LOGGER, "python": FAKE_LOGGER}
+    fakes.update({name: UNSUPPORTED for name in ("python3", "python3.12", "python3.13")})
+    for name, text in fakes.items():
+        (standins / name).write_text(text)
+        (standins / name).chmod(0o755)
+    for tool in ("bash", "cat", "chmod", "dirname", "basename", "uname", "rm", "id"):  # no Python on PATH
+        (standins / tool).symlink_to(shutil.which(tool) or tool)
+    places = {OTTER_VENV: venv, "/autograder": root, "/tmp/optlab-": tmp_path / "optlab-", "/root/": tmp_path}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    env.update(PATH=str(standins), STANDINS_LOG=str(log))
+    setup = moved(root / "source" / "setup.sh", places)
+    run = subprocess.run(["bash", str(setup)], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "is Python 3.11.0rc1, a pre-release" in run.stderr
+    assert [line for line in run.stdout.splitlines() if line.startswith(ENVIRONMENT_LINE)] == [
+        f"{ENVIRONMENT_LINE} Otter's conda environment otter-env (Miniforge, conda-forge)"
+    ]
+    assert not venv.exists()
+    asked = log.read_text().splitlines()
+    assert asked[0].startswith("apt-get") and "python3.11 python3.11-venv" in asked[1]
+    otters = asked[asked.index("apt-get clean") :]
+    assert [line.split()[:2] for line in otters] == [
+        ["apt-get", "clean"], ["apt-get", "update"], ["apt-get", "install"], ["wget", "-nv"],
+        ["miniforge-installer", "-b"], ["mamba", "env"], ["mamba", "install"], ["mamba", "shell"],
+        ["mamba", "run"],
+    ]  # fmt: skip
+    assert "Miniforge3-Linux-" in otters[3]
+    assert otters[5] == f"mamba env create -f {root}/source/environment.yml"
+    assert otters[-1] == f"mamba run -n otter-env bash {tmp_path}/optlab-setup-worker.sh python"
+
+    log.write_text("")
+    script = moved(root / "run_autograder", places)
+    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+    assert [line for line in run.stdout.splitlines() if line.startswith(ENVIRONMENT_LINE)] == [
+        f"{ENVIRONMENT_LINE} Otter's conda environment otter-env (Miniforge)"
+    ]
+    ran = log.read_text().splitlines()[-2:]
+    assert ran == ["mamba activate otter-env", f"python {root}/source/run_otter.py"]
+
+
+def test_requirements_are_the_pip_packages_of_otters_environment(autograder):
+    spec = yaml.safe_load(zipfile.ZipFile(autograder).read("environment.yml"))
+    pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
+    assert zipfile.ZipFile(autograder).read(REQUIREMENTS).decode().splitlines() == pip

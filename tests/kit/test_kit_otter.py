@@ -199,8 +199,12 @@ def test_gradescope_runs_and_reads_nothing_submitted_but_the_module(autograder, 
     assert page["score"] == expected
     if attack == "symlink":
         assert page["extra_data"]["ungraded"].startswith("found no files in the submission")
-    otters = sorted(p.name for p in (root / "submission").iterdir())
-    assert otters == ["__init__.py", Path(PLACEHOLDER_NOTEBOOK).name, "tests"]
+    otters = ["__init__.py", Path(PLACEHOLDER_NOTEBOOK).name, "tests"]
+    left = sorted(p for p in (root / "submission").iterdir() if p.name not in otters)
+    assert sorted(p.name for p in (root / "submission").iterdir() if p.name in otters) == otters
+    # what run_otter.py leaves once Otter is done, for otter grade's copy back: the submitted files'
+    # names, each empty (nothing submitted is left)
+    assert all(p.is_file() and not p.is_symlink() and p.stat().st_size == 0 for p in left), left
     assert list((root / "submission" / "tests").iterdir()) == []
     assert stat.S_IMODE((root / KEPT).stat().st_mode) == 0o700
     assert files_under(root / KEPT) == kept
