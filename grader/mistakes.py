@@ -42,6 +42,7 @@ from grader.reference import Reference, parse_reference
 
 if TYPE_CHECKING:
     from grader.grading import Graded as GradedRun
+    from grader.records import TestRecord
 
 CORPUS = Path("tests/kit/mistakes")
 PROMISES = Path("tests/promises")
@@ -316,9 +317,15 @@ def recorded_calls(root: Path) -> dict[str, tuple[int, frozenset[str]]] | None:
     from grader.suites import SuiteRunError, run_suites
 
     try:
-        records = run_suites(root, root / REFERENCE, pytest_args=["--record-calls"])
+        return calls_of(run_suites(root, root / REFERENCE, pytest_args=["--record-calls"]))
     except SuiteRunError:
         return None
+
+
+def calls_of(records: Iterable[TestRecord]) -> dict[str, tuple[int, frozenset[str]]] | None:
+    """Test nodeid -> (its exercise, the lab functions it calls), from a run recording calls; None when
+    the run recorded none."""
+    records = list(records)
     if not any(r.calls for r in records):
         return None
     return {r.nodeid: (r.exercise, frozenset(r.calls)) for r in records}

@@ -1,5 +1,6 @@
 """Fixtures of the kit's own tests: a minimal kit tree (manifest + reference) in a temporary folder, and
-the kit's autograder zip (written once for every test of the Otter packaging), and a full disk."""
+the kit's autograder zip (written once for every test of the Otter packaging), the reference's recorded
+run, and a full disk."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.layout import SUITES
+from grader.layout import REFERENCE, SUITES
 from grader.package import write_autograder
+from grader.records import TestRecord
+from grader.suites import run_suites
 
 KIT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +86,15 @@ def kit_tree(tmp_path: Path) -> Path:
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / "optimization_toolkit.py").write_text(TREE_REFERENCE, encoding="utf-8")
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def recorded_reference() -> list[TestRecord]:
+    """Both suites run once on the kit's reference, recording each check's calls and the domain features
+    they drew (--record-calls): shared by the tests that read what the checks reach and draw."""
+    records = run_suites(KIT, KIT / REFERENCE, pytest_args=["--record-calls"])
+    assert records and all(r.passed for r in records)
+    return records
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ from grader.mistakes import (
     Mistake,
     Promised,
     _groups,
+    calls_of,
     combined_source,
     corpus_failures,
     grade_corpus,
@@ -33,7 +34,6 @@ from grader.mistakes import (
     load_corpus,
     reach,
     read_kit_corpus,
-    recorded_calls,
     touches_module_state,
 )
 from grader.reference import parse_reference
@@ -50,9 +50,9 @@ PROMISES = {  # a fixture's promises: id -> function, kind
 
 
 @pytest.fixture(scope="module")
-def kit_reach() -> dict[str, set[int]]:
-    """Which exercises' checks can reach each function of the kit's reference (one recorded run)."""
-    calls = recorded_calls(KIT)
+def kit_reach(recorded_reference) -> dict[str, set[int]]:
+    """Which exercises' checks can reach each function of the kit's reference (its recorded run)."""
+    calls = calls_of(recorded_reference)
     assert calls is not None, "the kit's plugin records no calls (--record-calls)"
     return reach(KIT, calls)
 
