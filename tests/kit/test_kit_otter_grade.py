@@ -21,6 +21,7 @@ import pytest
 from otter_attacks import common_attacks, write_zip
 
 from grader.grading import kit_manifest
+from grader.isolation import WORKER_UIDS_VARIABLE
 from grader.layout import MODULE_FILE
 from grader.package import write_autograder
 from tests.kit.conftest import KIT
@@ -91,9 +92,17 @@ def graded(tmp_path_factory) -> tuple[list[str], dict[str, dict[str, str]], dict
     command = [sys.executable, "-m", "otter", "grade", "-n", NAME, "-a", str(autograder), "--ext", "zip",
                "--containers", "2", "--timeout", "900", "--image", IMAGE, "-o", str(out),
                *map(str, submissions), str(hostile_submission(tmp / "hostile"))]  # fmt: skip
-    timed(command, f"otter grade of {len(submissions) + 1} submissions, 2 containers, its build included")
     batch = tmp / "batch" / "grades.csv"
-    timed([sys.executable, "-m", "grader", "batch", str(EXAMPLES), "-o", str(batch)], "grader batch")
+    # grader batch runs while Otter builds its image (a build waits on the disk and the network, mostly),
+    # its workers under uids of their own: the containers' graders cannot see the host's uid leases
+    env = {**os.environ, WORKER_UIDS_VARIABLE: "63000-63099"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "grader", "batch", str(EXAMPLES), "-o", str(batch)],
+        cwd=KIT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    ) as beside:  # fmt: skip
+        timed(command, f"otter grade of {len(submissions) + 1} submissions, 2 containers, its build included")
+        said = beside.communicate()[0]
+    assert beside.returncode == 0, said[-3000:]
     with (out / "final_grades.csv").open(newline="") as handle:
         columns = next(csv.reader(handle))
     return columns, rows(out / "final_grades.csv"), rows(batch)
