@@ -333,8 +333,19 @@ def test_cheapest_counts_the_cost_of_wrong_answers(student, reference, lab):
         _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
 
 
+# API-only inputs where none and prompt tie on total_with_errors, exactly in binary floating point: at 32
+# calls none costs 32 * 0.5 + 32 * 0.5 * 1.0 = 32 and prompt 8 up front + 32 * 0.75 = 32 (no errors).
+OPTION_TIE = {
+    "calls": 32, "in_tokens": 10**6, "out_tokens": 10**6, "bloat_tokens": 10**6, "big_in": 0.25,
+    "big_out": 0.25, "prompt_opt_rollouts": 4, "reflection_calls": 2, "reflection_tokens": 10**6,
+    "eng_hours_prompt": 1.0, "eng_rate": 4.0, "acc_none": 0.5, "acc_prompt": 1.0, "error_cost": 1.0,
+    "can_finetune": False,
+}  # fmt: skip
+
+
 @pytest.mark.promise("cheapest.lowest_total_with_errors")
 @given(costly_fields)
+@example(OPTION_TIE)  # a tie: either name
 def test_cheapest_names_the_reference_choice(student, reference, lab, fields):
     """cheapest names the option the reference names (either of a tie)."""
     _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
