@@ -155,6 +155,8 @@ def near_best(opts):
 
 @pytest.mark.promise("call_cost.formula")
 @given(tokens, tokens, price, price)
+@example(0, 300, 0.0, 15.0)  # no input tokens, at no input price: 0.0045
+@example(1500, 0, 3.0, 0.0)  # no output tokens, at no output price: 0.0045
 def test_call_cost_is_tokens_times_prices_per_million(student, i, o, p_in, p_out):
     """call_cost is (in_tok p_in + out_tok p_out) / 1e6."""
     expect_close(
@@ -225,6 +227,7 @@ def test_at_breakeven_both_plans_cost_the_same(student, ab, e):
 
 @pytest.mark.promise("breakeven_calls.never_wins_none")
 @given(plans, st.floats(0.0, 1.0), money, st.floats(0.0, 0.5))
+@example(plan(10.0, 0.5, 0.5), 0.1, 75.0, 0.0)  # the same per_call and acc, b dearer up front: None
 def test_breakeven_is_none_when_b_is_not_cheaper_per_call(student, reference, a, e, fixed, more):
     """When b's effective cost per call equals a's (more == 0) or is higher, b never wins (None), whatever
     the fixed costs; also when the rates are equal by different prices and accuracies."""
