@@ -180,6 +180,33 @@ def _zero_where_positive(value: Any, other: Any) -> bool:
     return any(v == 0 and o > 0 for v, o in zip(value, other, strict=False))
 
 
+def _plans(a: Any, b: Any) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Two plans' (fixed, per_call, acc), as breakeven_calls reads them (KeyError, TypeError otherwise)."""
+    return (a["fixed"], a["per_call"], a["acc"]), (b["fixed"], b["per_call"], b["acc"])
+
+
+def _same_rate(a: Any, b: Any) -> bool:
+    (_, per_a, acc_a), (_, per_b, acc_b) = _plans(a, b)
+    return per_b == per_a and acc_b == acc_a
+
+
+def _no_cheaper_per_call(a: Any, b: Any) -> bool:
+    (_, per_a, acc_a), (_, per_b, acc_b) = _plans(a, b)
+    return per_b >= per_a and acc_b <= acc_a
+
+
+def _wins_from_start(a: Any, b: Any) -> bool:
+    (fixed_a, per_a, acc_a), (fixed_b, per_b, acc_b) = _plans(a, b)
+    return fixed_b <= fixed_a and per_b < per_a and acc_b >= acc_a
+
+
+def _option_tie(inputs: Any) -> bool:
+    """Two of the options the lab (the module defining the inputs' class) offers for `inputs` tie on
+    total_with_errors; the cost model is the lab's own, not restated here."""
+    options = sys.modules[type(inputs).__module__].options
+    return _repeats([plan["total_with_errors"] for plan in options(inputs).values()])
+
+
 FEATURES: dict[str, Feature] = {
     "empty": Feature("length 0", lambda v: _sized(v) and len(v) == 0),
     "single": Feature("a single item", lambda v: _sized(v) and len(v) == 1),
@@ -263,6 +290,34 @@ FEATURES: dict[str, Feature] = {
     ),
     "zero_where_positive": Feature(
         "a zero in the first argument where the second is positive", _zero_where_positive, arity=2
+    ),
+    "can_finetune": Feature(
+        "inputs whose can_finetune is True (the weights can be tuned)",
+        lambda v: getattr(v, "can_finetune", None) is True,
+    ),
+    "api_only": Feature(
+        "inputs whose can_finetune is False (an API-only model)",
+        lambda v: getattr(v, "can_finetune", None) is False,
+    ),
+    "option_tie": Feature(
+        "inputs under which two of the lab's options tie on total_with_errors", _option_tie
+    ),
+    "same_rate": Feature(
+        "a second plan with the first's per_call and acc: an equal effective cost per call at any error_cost",
+        _same_rate,
+        arity=2,
+    ),
+    "no_cheaper_per_call": Feature(
+        "a second plan no cheaper per call and no more accurate than the first (equal included): its "
+        "effective cost per call is not lower at any error_cost",
+        _no_cheaper_per_call,
+        arity=2,
+    ),
+    "wins_from_start": Feature(
+        "a second plan costing no more up front, less per call and no less accurate than the first: "
+        "cheaper from zero calls at any error_cost",
+        _wins_from_start,
+        arity=2,
     ),
 }
 

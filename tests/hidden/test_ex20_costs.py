@@ -155,6 +155,8 @@ def near_best(opts):
 
 @pytest.mark.promise("call_cost.formula")
 @given(tokens, tokens, price, price)
+@example(0, 300, 0.0, 15.0)  # no input tokens, at no input price: 0.0045
+@example(1500, 0, 3.0, 0.0)  # no output tokens, at no output price: 0.0045
 def test_call_cost_is_tokens_times_prices_per_million(student, i, o, p_in, p_out):
     """call_cost is (in_tok p_in + out_tok p_out) / 1e6."""
     expect_close(
@@ -225,6 +227,7 @@ def test_at_breakeven_both_plans_cost_the_same(student, ab, e):
 
 @pytest.mark.promise("breakeven_calls.never_wins_none")
 @given(plans, st.floats(0.0, 1.0), money, st.floats(0.0, 0.5))
+@example(plan(10.0, 0.5, 0.5), 0.1, 75.0, 0.0)  # the same per_call and acc, b dearer up front: None
 def test_breakeven_is_none_when_b_is_not_cheaper_per_call(student, reference, a, e, fixed, more):
     """When b's effective cost per call equals a's (more == 0) or is higher, b never wins (None), whatever
     the fixed costs; also when the rates are equal by different prices and accuracies."""
@@ -333,8 +336,19 @@ def test_cheapest_counts_the_cost_of_wrong_answers(student, reference, lab):
         _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
 
 
+# API-only inputs where none and prompt tie on total_with_errors, exactly in binary floating point: at 32
+# calls none costs 32 * 0.5 + 32 * 0.5 * 1.0 = 32 and prompt 8 up front + 32 * 0.75 = 32 (no errors).
+OPTION_TIE = {
+    "calls": 32, "in_tokens": 10**6, "out_tokens": 10**6, "bloat_tokens": 10**6, "big_in": 0.25,
+    "big_out": 0.25, "prompt_opt_rollouts": 4, "reflection_calls": 2, "reflection_tokens": 10**6,
+    "eng_hours_prompt": 1.0, "eng_rate": 4.0, "acc_none": 0.5, "acc_prompt": 1.0, "error_cost": 1.0,
+    "can_finetune": False,
+}  # fmt: skip
+
+
 @pytest.mark.promise("cheapest.lowest_total_with_errors")
 @given(costly_fields)
+@example(OPTION_TIE)  # a tie: either name
 def test_cheapest_names_the_reference_choice(student, reference, lab, fields):
     """cheapest names the option the reference names (either of a tie)."""
     _expect_cheapest_name(student, reference, lab.CostInputs(**fields))
