@@ -53,7 +53,7 @@ def _what(prog, train, seed, args="", **kw):
 @pytest.mark.promise("bootstrap_demos.passing_within_cap")
 def test_keeps_passing_traces_in_training_order(student, lab):
     """Seed 23: the rollouts on ids 10..19 pass as 0 0 1 1 1 0 1 1 1 0; id 17 (a third passing A) is
-    dropped by max_per_kind=2. Ten rollouts charged, 6 * 27 + 4 * 29 = 278 tokens."""
+    dropped by max_per_kind=2 (the meter is the promise of test_a_model_that_is_never_right)."""
     prog, train, rng, meter = _program(lab), _train(lab), random.Random(23), lab.Meter()
     what = _what(prog, train, 23, meter=lab.Meter())
     got = student.bootstrap_demos(prog, train, rng, meter=meter)
@@ -65,7 +65,6 @@ def test_keeps_passing_traces_in_training_order(student, lab):
         _demo(lab, 18, "C", 1),
     ]
     expect_equal(got, want, what)
-    expect_equal((meter.rollouts, meter.tokens), (10, 278), what + ": (meter.rollouts, meter.tokens) after")
     # rng state: exactly the reference's draws (one random() per example, one randrange(3) per miss)
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
@@ -78,7 +77,6 @@ def test_max_per_kind(student, lab):
     got = student.bootstrap_demos(prog, train, rng, meter=meter, max_per_kind=1)
     want = [_demo(lab, 12, "A", 0), _demo(lab, 13, "B", 2), _demo(lab, 16, "D", 0), _demo(lab, 18, "C", 1)]
     expect_equal(got, want, what)
-    expect_equal((meter.rollouts, meter.tokens), (10, 278), what + ": (meter.rollouts, meter.tokens) after")
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
@@ -104,7 +102,6 @@ def test_keep_all_keeps_failing_traces(student, lab):
     got = student.bootstrap_demos(prog, train, rng, meter=meter, keep_all=True)
     want = _keep_all_seed_23(lab)
     expect_equal([(d.id, d.kind) for d in got], [(d.id, d.kind) for d in want], what + " (id, kind)")
-    expect_equal((meter.rollouts, meter.tokens), (10, 278), what + ": (meter.rollouts, meter.tokens) after")
     expect_equal(rng.random(), 0.10589975927601813, what + ": rng.random() after the call")
 
 
@@ -136,7 +133,6 @@ def test_a_model_that_is_always_right(student, lab):
         _demo(lab, 18, "C", 1),
     ]
     expect_equal(got, want, what)
-    expect_equal((meter.rollouts, meter.tokens), (10, 278), what + ": (meter.rollouts, meter.tokens) after")
     # the value random.Random(11) gives after ten random() calls
     expect_equal(rng.random(), 0.09412345622921847, what + ": rng.random() after the call")
 
