@@ -97,6 +97,24 @@ def _module_words(lab, kind, own, other):
 PLAIN_WORDS = RULE_WORDS + FILLERS
 
 
+def _expect_length_penalty(student, lab, kind, own, added, params):
+    """The kind's instruction `own`, then `own + added`: p_correct falls by length_pen for every word
+    of the longer one beyond free_words that the shorter one did not already pay for."""
+    short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
+    long = _program(lab, *_module_words(lab, kind, own + added, ["Solve"]))
+    n, pen, free = len(own), params.length_pen, params.free_words
+    want = -pen * (max(0, n + len(added) - free) - max(0, n - free))
+    diff = student.p_correct(long, kind, params) - student.p_correct(short, kind, params)
+    expect_close(
+        diff,
+        want,
+        f"p_correct(long, {kind!r}) - p_correct(short, {kind!r})\n"
+        f"  long = {long!r}\n  short = {short!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
 @pytest.mark.promise("p_correct.formula")
 @given(
     st.lists(st.sampled_from(PLAIN_WORDS), max_size=14),
@@ -278,20 +296,8 @@ def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extr
     """Every instruction word of the kind's module beyond free_words costs length_pen"""
     own = _distinct(own)
     params = _unclipped(lab, length_pen=pen, free_words=free)
-    short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
     pads = [f"pad{i}" for i in range(extra)]  # words that are no rule word, no keyword, none of own
-    long = _program(lab, *_module_words(lab, kind, own + pads, ["Solve"]))
-    n = len(own)
-    want = -pen * (max(0, n + extra - free) - max(0, n - free))
-    diff = student.p_correct(long, kind, params) - student.p_correct(short, kind, params)
-    expect_close(
-        diff,
-        want,
-        f"p_correct(long, {kind!r}) - p_correct(short, {kind!r})\n"
-        f"  long = {long!r}\n  short = {short!r}\n  params = {params!r}",
-        rel=1e-9,
-        abs=1e-9,
-    )
+    _expect_length_penalty(student, lab, kind, own, pads, params)
 
 
 @pytest.mark.promise("p_correct.repeated_words")
@@ -301,19 +307,7 @@ def test_length_penalty_per_word_beyond_free_words(student, lab, kind, own, extr
 def test_repeated_words_count_for_the_length(student, lab, kind, own, extra, free, pen):
     """A repeated word of the kind's instruction counts for the length penalty as often as it is there"""
     params = _unclipped(lab, length_pen=pen, free_words=free)
-    short = _program(lab, *_module_words(lab, kind, own, ["Solve"]))
-    long = _program(lab, *_module_words(lab, kind, own + [FILLER] * extra, ["Solve"]))
-    n = len(own)
-    want = -pen * (max(0, n + extra - free) - max(0, n - free))
-    diff = student.p_correct(long, kind, params) - student.p_correct(short, kind, params)
-    expect_close(
-        diff,
-        want,
-        f"p_correct(long, {kind!r}) - p_correct(short, {kind!r})\n"
-        f"  long = {long!r}\n  short = {short!r}\n  params = {params!r}",
-        rel=1e-9,
-        abs=1e-9,
-    )
+    _expect_length_penalty(student, lab, kind, own, [FILLER] * extra, params)
 
 
 @pytest.mark.promise("p_correct.demo_length_penalty")

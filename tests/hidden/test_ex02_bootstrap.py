@@ -93,6 +93,18 @@ def _run(student, lab, seed, tspec, pspec, parspec, mspec, max_per_kind, keep_al
     return list(demos), rng, meter, train, prog, what
 
 
+def _reference_demos(reference, seed, tspec, pspec, parspec, max_per_kind, keep_all):
+    """The reference's demos on the same specs (its own objects), without a meter."""
+    return reference.bootstrap_demos(
+        _program(reference, pspec),
+        _train(reference, tspec),
+        random.Random(seed),
+        _params(reference, parspec),
+        max_per_kind=max_per_kind,
+        keep_all=keep_all,
+    )
+
+
 def _tokens(lab, prog, ex):
     """What one rollout charges (the given rollout's formula)."""
     return len(prog.words(lab.MODULE_OF[ex.kind])) + 20 * len(prog.demos) + 15 + 10
@@ -153,13 +165,7 @@ def test_keeps_only_passing_traces_within_the_cap_in_order(
     order: the reference's demos (max_per_kind=0 is the zero-cap edge's)"""
     _pin(student, reference)
     got, _, _, train, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, False)
-    want = reference.bootstrap_demos(
-        _program(reference, pspec),
-        _train(reference, tspec),
-        random.Random(seed),
-        _params(reference, parspec),
-        max_per_kind=per_kind,
-    )
+    want = _reference_demos(reference, seed, tspec, pspec, parspec, per_kind, False)
     expect_equal(
         [(d.id, d.kind, d.answer, d.correct) for d in got],
         [(d.id, d.kind, d.answer, d.correct) for d in want],
@@ -221,14 +227,7 @@ def test_kept_failures_carry_their_output(student, lab, reference, seed, tspec, 
     """Under keep_all every demo is Demo(ex.id, ex.kind, t.output, t.correct): a failing trace keeps its
     own wrong output and correct=False, as the reference's"""
     got, _, _, _, _, what = _run(student, lab, seed, tspec, pspec, parspec, None, per_kind, True)
-    want = reference.bootstrap_demos(
-        _program(reference, pspec),
-        _train(reference, tspec),
-        random.Random(seed),
-        _params(reference, parspec),
-        max_per_kind=per_kind,
-        keep_all=True,
-    )
+    want = _reference_demos(reference, seed, tspec, pspec, parspec, per_kind, True)
     expect_equal(
         [(d.id, d.kind, d.answer, d.correct) for d in got],
         [(d.id, d.kind, d.answer, d.correct) for d in want],
