@@ -103,13 +103,13 @@ class Cluster:
         every = {p.pid for p in self.processes.values()}
         for process in self.processes.values():
             every |= {pid for pid, _, _ in _descendants(process.pid)}
+        # workers before the scheduler: a worker whose scheduler is gone waits to reconnect, not to stop
         for which in (signal.SIGTERM, signal.SIGKILL):
-            for process in self.processes.values():
+            for process in reversed(self.processes.values()):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, which)
-            for process in self.processes.values():
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=15)
+                    process.wait(timeout=5)
         for pid in every:  # below a worker: its gradings, in sessions of their own
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
