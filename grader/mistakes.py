@@ -362,16 +362,16 @@ def grade_together(root: Path, group: Sequence[tuple[Mistake, Sequence[int]]]) -
     spend only its own exercises' budgets, as when graded alone."""
     from grader.grading import kit_manifest
 
+    if len(group) == 1:  # alone: graded exactly as grader grade grades it
+        return [grade_mistake(root, *group[0])]
     base = kit_manifest(root).budget
-    count = len({e for _, exercises in group for e in exercises})
+    exercises = sorted({e for _, chosen in group for e in chosen})
     budget = Budget(
-        cpu_seconds=max(base.cpu_seconds, count * len(SUITES) * base.exercise_cpu_seconds),
+        cpu_seconds=max(base.cpu_seconds, len(exercises) * len(SUITES) * base.exercise_cpu_seconds),
         exercise_cpu_seconds=base.exercise_cpu_seconds,
         wall_seconds=base.wall_seconds * len(group),
     )
-    mistakes = [mistake for mistake, _ in group]
-    source = combined_source(_reference(root), mistakes) if len(group) > 1 else mistakes[0].source
-    exercises = sorted({e for _, chosen in group for e in chosen})
+    source = combined_source(_reference(root), [mistake for mistake, _ in group])
     return _split(_grade_source(root, source, exercises, budget), group)
 
 
