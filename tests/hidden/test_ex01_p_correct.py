@@ -97,6 +97,20 @@ def _module_words(lab, kind, own, other):
 PLAIN_WORDS = RULE_WORDS + FILLERS
 
 
+def _expect_demo_effect(student, lab, kind, demo_specs, want, params):
+    """p_correct of a program with `demo_specs` minus that of the same program without demos is `want`."""
+    base = _program(lab, ["Solve"], ["Solve"], [])
+    prog = _program(lab, ["Solve"], ["Solve"], demo_specs)
+    diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
+    expect_close(
+        diff,
+        want,
+        f"p_correct(prog, {kind!r}, params) - p_correct(no demos)\n  prog = {prog!r}\n  params = {params!r}",
+        rel=1e-9,
+        abs=1e-9,
+    )
+
+
 def _expect_length_penalty(student, lab, kind, own, added, params):
     """The kind's instruction `own`, then `own + added`: p_correct falls by length_pen for every word
     of the longer one beyond free_words that the shorter one did not already pay for."""
@@ -222,16 +236,7 @@ def test_good_and_bad_demos_of_the_kind_count(student, lab, kind, good, bad, oth
     params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
     others = [(k, ok) for k, ok in others if k != kind]
     mine = [(kind, True)] * good + [(kind, False)] * bad
-    base = _program(lab, ["Solve"], ["Solve"], [])
-    prog = _program(lab, ["Solve"], ["Solve"], others + mine)
-    diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
-    expect_close(
-        diff,
-        min(good, 2) * gain - min(bad, 2) * pen,
-        f"p_correct(prog, {kind!r}, params) - p_correct(no demos)\n  prog = {prog!r}\n  params = {params!r}",
-        rel=1e-9,
-        abs=1e-9,
-    )
+    _expect_demo_effect(student, lab, kind, others + mine, min(good, 2) * gain - min(bad, 2) * pen, params)
 
 
 @pytest.mark.promise("p_correct.demo_cap")
@@ -249,16 +254,8 @@ def test_at_most_two_good_and_two_bad_demos_count(student, lab, kind, good, bad,
     """At most two good and two wrong demos of the kind count: a third and more change nothing"""
     good, bad = (good + 3, bad) if more_good else (good, bad + 3)
     params = _unclipped(lab, demo_gain=gain, bad_demo_pen=pen, free_demos=100)
-    base = _program(lab, ["Solve"], ["Solve"], [])
-    prog = _program(lab, ["Solve"], ["Solve"], [(kind, True)] * good + [(kind, False)] * bad)
-    diff = student.p_correct(prog, kind, params) - student.p_correct(base, kind, params)
-    expect_close(
-        diff,
-        min(good, 2) * gain - min(bad, 2) * pen,
-        f"p_correct(prog, {kind!r}, params) - p_correct(no demos)\n  prog = {prog!r}\n  params = {params!r}",
-        rel=1e-9,
-        abs=1e-9,
-    )
+    demos = [(kind, True)] * good + [(kind, False)] * bad
+    _expect_demo_effect(student, lab, kind, demos, min(good, 2) * gain - min(bad, 2) * pen, params)
 
 
 @pytest.mark.promise("p_correct.conflicts")
