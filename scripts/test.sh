@@ -6,8 +6,11 @@
 # tests once more with the audit hook not installed. With
 # python3.12 / python3.13 on the machine, the reference's golden demo (and on 3.13 its suites) are checked
 # on them too.
-# Last, as root: the grading image, built with Podman and graded in (scripts/test-image.sh), then `otter
-# grade` of the packaged zip in Otter's own image on the same base (scripts/test-otter-grade.sh).
+# As root, beside all of that (their output shown at the end): the grading image, built with Podman and
+# graded in (scripts/test-image.sh), then `otter grade` of the packaged zip in Otter's own image on the
+# same base (scripts/test-otter-grade.sh). They run at once with the checks because most of their time is
+# waiting on builds and downloads; the gradings on both sides are safe side by side (a host grader leases
+# its worker uids on the machine and passes over any uid a process of a container runs under).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,6 +18,14 @@ py=.venv/bin/python
 if [ "$(id -u)" -eq 0 ] && ! command -v chromium >/dev/null 2>&1; then
   echo "test: installing Debian's chromium (the TA's pages are checked in a real browser)"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+containers=''
+if [ "$(id -u)" -eq 0 ]; then
+  containers_log=$(mktemp)
+  echo "test: the grading image and otter grade, started beside the checks below (their output comes last)"
+  setsid bash -c 'scripts/test-image.sh && scripts/test-otter-grade.sh' >"$containers_log" 2>&1 &
+  containers=$!
+  trap 'kill -- -"$containers" 2>/dev/null || true' EXIT  # a failed check ends them too
 fi
 "$py" -m ruff check .
 "$py" -m mypy
@@ -42,12 +53,16 @@ for version in 3.12 3.13; do
   echo "test: $what on python$version"
   ".venv-$version/bin/python" -m pytest -q "${suites[@]}" tests/kit/test_kit_reference.py tests/kit/test_kit_codec.py
 done
-if [ "$(id -u)" -eq 0 ]; then
-  echo "test: the grading image, built with Podman and graded in as on this machine (scripts/test-image.sh)"
-  scripts/test-image.sh
-  echo "test: otter grade of the packaged zip, with Podman behind docker, against grader batch (scripts/test-otter-grade.sh)"
-  scripts/test-otter-grade.sh
-else
-  echo "test: not root: the grading image and otter grade are not tested here (scripts/test-image.sh and"
-  echo "      scripts/test-otter-grade.sh need root; CI runs them)"
+if [ -n "$containers" ]; then
+  echo "test: the grading image, built with Podman and graded in as on this machine (scripts/test-image.sh),"
+  echo "      then otter grade of the packaged zip, with Podman behind docker, against grader batch"
+  echo "      (scripts/test-otter-grade.sh): waiting for them"
+  status=0
+  wait "$containers" || status=$?
+  trap - EXIT
+  cat "$containers_log"
+  rm -f "$containers_log"
+  exit "$status"
 fi
+echo "test: not root: the grading image and otter grade are not tested here (scripts/test-image.sh and"
+echo "      scripts/test-otter-grade.sh need root; CI runs them)"
