@@ -231,6 +231,9 @@ FEATURES: dict[str, Feature] = {
         "two numbers more than 745 apart, where exp of their difference underflows to 0",
         lambda v: any(g > 745 for g in _gaps(_numbers(v))) or sum(_gaps(_numbers(v))) > 745,
     ),
+    "underflow": Feature(
+        "a number below -745.2, whose exp underflows to 0", lambda v: any(x < -745.2 for x in _numbers(v))
+    ),
     "tie": Feature("two equal numbers", lambda v: len(_numbers(v)) > len(set(_numbers(v)))),
     "near_tie": Feature(
         "two numbers within 1e-9 of each other, not equal",

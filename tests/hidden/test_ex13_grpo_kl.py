@@ -82,6 +82,16 @@ def test_kl_k3_is_zero_when_the_log_probs_agree(student, logp):
     expect_true(abs(got) > 1e-3, call("kl_k3", logp, logp - 1.0), f"got {got!r}: these do not agree")
 
 
+@pytest.mark.promise("kl_k3.very_negative")
+@given(logp_ref=st.floats(-5000.0, -746.0), gap=st.floats(-6.0, 6.0))
+@example(logp_ref=-800.0, gap=math.log(2.0))  # exp() of either is 0: only their difference has rho
+def test_kl_k3_of_very_negative_log_probs(student, reference, logp_ref, gap):
+    """Log-probabilities far below -745, whose exp() underflows to 0, still give K3 of their difference."""
+    logp = logp_ref + gap
+    want = reference.kl_k3(logp_ref, logp)
+    expect_close(student.kl_k3(logp_ref, logp), want, call("kl_k3", logp_ref, logp), rel=1e-7, abs=1e-12)
+
+
 @pytest.mark.promise("kl_k3.positive")
 @given(
     logp_ref=LOGP,

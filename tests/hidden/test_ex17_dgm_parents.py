@@ -324,19 +324,6 @@ def test_greedy_takes_the_best_score_and_then_the_highest_id(student, lab, rows)
     )
 
 
-@pytest.mark.promise("choose_parent.dgm_draw")
-@given(archives(), seed)
-def test_the_choice_is_a_member_of_the_archive(student, lab, rows, s):
-    """Dgm returns a variant of the archive."""
-    archive, mode = build(lab, rows), "dgm"
-    got = student.choose_parent(archive, random.Random(s), mode)
-    expect_true(
-        got in archive,
-        f"{call('choose_parent', archive, rng_text(s), mode)} is not in the archive",
-        f"got {got!r}",
-    )
-
-
 @pytest.mark.promise("choose_parent.unknown_mode")
 @given(st.text(max_size=8).filter(lambda m: m not in ("dgm", "greedy", "uniform")), seed)
 @example("DGM", 0)  # the names are case-sensitive

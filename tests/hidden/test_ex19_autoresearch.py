@@ -20,8 +20,9 @@ iters = st.integers(0, 40)
 
 def fields(result):
     """The result with the keep and discard entries of its log: what the loop decided, apart from how it
-    logs blocked steps (autoresearch.blocked_logged checks those) and numbers its steps."""
-    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    logs blocked steps (autoresearch.blocked_logged checks those), counts them (autoresearch.blocked_count)
+    and numbers its steps."""
+    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true")}
     out["log"] = decisions(result.log)
     return out
 
@@ -54,11 +55,12 @@ def expect_same_rng(mine, theirs, what):
     )
 
 
-def _one_entry_per_step(result, n, what):
+def _one_entry_per_step(result, n, blocked, what):
     """The properties below hold for a fixed result too (one with nothing blocked and nothing kept), so
-    each also asks that the log has a keep or discard entry for every step of this run not blocked."""
+    each also asks that the log has a keep or discard entry for every step of this run not blocked (blocked:
+    the reference's count, so a wrong count costs only autoresearch.blocked_count)."""
     __tracebackhide__ = True
-    expect_equal(len(judged(result.log)), n - result.blocked, f"the keep and discard entries of {what}")
+    expect_equal(len(judged(result.log)), n - blocked, f"the keep and discard entries of {what}")
 
 
 # -- against the reference -------------------------------------------------------------------------------
@@ -107,7 +109,8 @@ def test_with_the_guard_the_sneaky_proposer_changes_nothing_locked(student, refe
     """With the guard on, eval.py and program.md are never changed and the reported loss is the true loss."""
     result = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True)
     what = run_text(n, s, "sneaky", True)
-    _one_entry_per_step(result, n, what)
+    want = reference.autoresearch(n, random.Random(s), reference.sneaky_proposer, guard=True)
+    _one_entry_per_step(result, n, want.blocked, what)
     start = lab.start_repo()
     for f in ("eval.py", "program.md"):
         expect_equal(result.files[f], start[f], f"{f} at the end of {what}")
@@ -134,8 +137,7 @@ def test_without_the_guard_nothing_is_blocked(student, reference, lab, n, s, whi
     like any other, as the reference decides."""
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=False)
     what = run_text(n, s, which, False)
-    _one_entry_per_step(result, n, what)
-    expect_equal(result.blocked, 0, f"blocked of {what}")
+    _one_entry_per_step(result, n, 0, what)
     expect_true(
         all(entry[3] in ("keep", "discard") for entry in result.log),
         f"{what} logged an entry that is neither keep nor discard",
@@ -188,7 +190,6 @@ def test_the_log_has_one_entry_per_step(student, lab, n, s, which):
             f"{what}: only blocked entries have no loss",
             f"entry {entry!r}",
         )
-    expect_equal(result.blocked, sum(entry[3] == BLOCKED for entry in result.log), f"blocked of {what}")
 
 
 @pytest.mark.promise("autoresearch.keep_rule")
@@ -198,7 +199,8 @@ def test_the_reported_loss_only_goes_down(student, reference, lab, n, s, which, 
     """Kept losses go down discarded ones are not lower; the result reports the last kept one."""
     result = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard)
     what = run_text(n, s, which, guard)
-    _one_entry_per_step(result, n, what)
+    want = reference.autoresearch(n, random.Random(s), proposer_of(reference, which), guard=guard)
+    _one_entry_per_step(result, n, want.blocked, what)
     best = lab.reported_loss(lab.start_repo())
     for _i, _what, r, status in result.log:
         if status == "keep":
@@ -316,14 +318,13 @@ def test_a_proposer_of_the_test_gives_the_reference_result(student, reference, l
 @given(st.integers(1, 15), seed, st.lists(action, min_size=1, max_size=15))
 def test_with_the_guard_exactly_the_edits_of_locked_files_are_blocked(student, lab, n, s, actions):
     """With the guard on, a step is blocked exactly when its candidate changed eval.py or program.md (any
-    byte): it is counted as blocked and not judged; every other step is kept or discarded."""
+    byte): it is not judged; every other step is kept or discarded."""
     proposer = Scripted(lab, actions)
     result = student.autoresearch(n, random.Random(s), proposer, guard=True)
     what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=True)
     start = lab.start_repo()
     expect_equal(len(proposer.made), n, f"the number of proposer calls in {what}")
     changed = [any(made[f] != start[f] for f in ("eval.py", "program.md")) for made in proposer.made]
-    expect_equal(result.blocked, sum(changed), f"blocked of {what}")
     expect_equal(
         [entry[1] for entry in judged(result.log) if len(entry) == 4],
         [proposer.said[k] for k in range(n) if not changed[k]],
@@ -365,6 +366,30 @@ def test_blocked_edits_of_the_sneaky_proposer_are_logged(student, reference, lab
     got = student.autoresearch(n, random.Random(s), lab.sneaky_proposer, guard=True).log
     want = reference.autoresearch(n, random.Random(s), reference.sneaky_proposer, guard=True).log
     expect_close(got, want, f"the log of {what}", rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.promise("autoresearch.blocked_count")
+@given(st.integers(0, 15), seed, st.lists(action, min_size=1, max_size=15), st.booleans())
+@example(6, 0, [("eval", 0.5, 0.0), ("train", 0.01, 6, 128), ("program",), ("crlf",)], True)
+def test_blocked_steps_are_counted(student, reference, lab, n, s, actions, guard):
+    """The result's blocked is the number of steps blocked, as the reference counts them (0 with the guard
+    off)."""
+    what = call("autoresearch", n, f"random.Random({s})", "proposer", guard=guard)
+    got = student.autoresearch(n, random.Random(s), Scripted(lab, actions), guard=guard).blocked
+    want = reference.autoresearch(n, random.Random(s), Scripted(lab, actions), guard=guard).blocked
+    expect_equal(got, want, f"blocked of {what}")
+
+
+@settings(max_examples=5)  # beside the run of drawn proposers of the same promise
+@pytest.mark.promise("autoresearch.blocked_count")
+@given(iters, seed, st.sampled_from(["honest", "sneaky"]), st.booleans())
+@example(25, 7, "sneaky", True)  # edits of eval.py blocked
+def test_blocked_edits_of_the_lab_proposers_are_counted(student, reference, lab, n, s, which, guard):
+    """With the lab's proposers, the number blocked is the reference's."""
+    what = run_text(n, s, which, guard)
+    got = student.autoresearch(n, random.Random(s), proposer_of(lab, which), guard=guard).blocked
+    want = reference.autoresearch(n, random.Random(s), proposer_of(reference, which), guard=guard).blocked
+    expect_equal(got, want, f"blocked of {what}")
 
 
 # Runs without the guard where the reported loss and the true loss disagree: eval.py rescaled or offset
@@ -447,8 +472,8 @@ def test_the_loop_starts_from_the_start_repo(student, lab, s, actions, guard):
     result = student.autoresearch(0, random.Random(s), Scripted(lab, actions), guard=guard)
     loss = lab.reported_loss(start)
     expect_close(
-        {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")},
-        {"files": start, "log": [], "reported": loss, "true": loss, "blocked": 0},
+        {k: getattr(result, k) for k in ("files", "log", "reported", "true")},
+        {"files": start, "log": [], "reported": loss, "true": loss},
         what,
         rel=1e-12,
         abs=1e-12,

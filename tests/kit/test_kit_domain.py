@@ -66,6 +66,7 @@ def options(inputs: _Inputs) -> dict:
         ("large_offset", ([1e8, 1.0],), False),
         ("large", ([[0.0, -1000.0]],), True), ("large", ([699.0, math.inf],), False),
         ("wide_gap", ([0.0, -400.0, -800.0],), True), ("wide_gap", ([0.0, -700.0],), False),
+        ("underflow", ([-1.0, -800.0],), True), ("underflow", ([-745.0, 745.5],), False),
         ("tie", ([0.5, 1.0, 0.5],), True), ("tie", ([0.5, 1.0],), False),
         ("near_tie", ([0.5, 0.5 + 1e-10],), True), ("near_tie", ([0.5, 0.5, 0.6],), False),
         ("repeated_item", ([(0, (1, 2)), (1, (0,)), (0, (1, 2))],), True),

@@ -29,9 +29,9 @@ def repo(**changes):
 
 
 def fields(result):
-    """The result with its log's keep and discard entries as (what, r, status): blocked entries and the
-    step numbers are checked apart."""
-    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true", "blocked")}
+    """The result with its log's keep and discard entries as (what, r, status): blocked entries, their
+    number and the step numbers are checked apart."""
+    out = {k: getattr(result, k) for k in ("files", "log", "reported", "true")}
     out["log"] = decisions(result.log)
     return out
 
@@ -71,7 +71,6 @@ def test_autoresearch_with_the_honest_proposer(student):
         ],
         "reported": 1.585986049072356,
         "true": 1.585986049072356,
-        "blocked": 0,
     }
     expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.7558042041572239, f"rng.random() after {what}")
@@ -104,7 +103,6 @@ def test_the_guard_blocks_the_sneaky_proposer(student, lab):
         "log": judged(SNEAKY_LOG),
         "reported": 1.3991525531612594,
         "true": 1.3991525531612594,
-        "blocked": 2,
     }
     expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
@@ -117,6 +115,15 @@ def test_blocked_steps_are_logged_in_their_place(student, lab):
     what = call("autoresearch", 12, "random.Random(3)", "sneaky_proposer", guard=True)
     got = student.autoresearch(12, random.Random(3), lab.sneaky_proposer, guard=True).log
     expect_close(got, SNEAKY_LOG, f"the log of {what}")
+
+
+@pytest.mark.promise("autoresearch.blocked_count")
+def test_blocked_steps_are_counted(student, lab):
+    """The result counts the blocked steps: 2 in the sneaky run with the guard on, none without the guard."""
+    for guard, want in ((True, 2), (False, 0)):
+        what = call("autoresearch", 12, "random.Random(3)", "sneaky_proposer", guard=guard)
+        got = student.autoresearch(12, random.Random(3), lab.sneaky_proposer, guard=guard).blocked
+        expect_equal(got, want, f"blocked of {what}")
 
 
 @pytest.mark.promise("autoresearch.guard_off")
@@ -146,7 +153,6 @@ def test_without_the_guard_the_sneaky_proposer_games_the_loss(student, lab):
         "log": log,
         "reported": 1.1333135680606201,
         "true": 1.3991525531612594,
-        "blocked": 0,
     }
     expect_close(got, shown(want), what)
     expect_equal(rng.random(), 0.594749515643894, f"rng.random() after {what}")
@@ -196,7 +202,6 @@ def test_the_proposer_gets_the_current_files(student):
         ],
         "reported": 1.617986049072356,
         "true": 1.617986049072356,
-        "blocked": 1,
     }
     expect_close(got, shown(want), what)
     expect_equal(
@@ -217,7 +222,6 @@ def test_an_edit_of_eval_py_counts_only_without_the_guard(student):
         "log": [],
         "reported": 1.8303060490723562,
         "true": 1.8303060490723562,
-        "blocked": 2,
     }
     expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=True)), shown(want), what)
     what = call("autoresearch", 2, "random.Random(0)", "cheat", guard=False)
@@ -229,6 +233,5 @@ def test_an_edit_of_eval_py_counts_only_without_the_guard(student):
         ],
         "reported": 1.3303060490723562,
         "true": 1.8303060490723562,
-        "blocked": 0,
     }
     expect_close(fields(student.autoresearch(2, random.Random(0), cheat, guard=False)), shown(want), what)
