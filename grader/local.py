@@ -35,6 +35,10 @@ SEPARATOR = " | "
 _IMPLEMENT = re.compile(r"implement (\w+)")
 _STUB = re.compile(r"exercise (\d+) \(.*?\): implement (\w+)")  # a stub's NotImplementedError message
 _DID_NOT_RETURN = re.compile(r"(\w+)\(\) did not return")
+# The most of a failure's text that is kept (here and in the results): an exception the test raised on a
+# value the submission chose can quote it whole (list.index: 3.9 MB), and the patterns above, run on it
+# uncut, took quadratic time (the suite hung until the grading's wall-clock bound cut it)
+FAILURE_CHARS = 20_000
 # grader.worker's words for a function intake dropped: "f() could not be graded: it has a syntax error"
 _SYNTAX_ERROR = re.compile(r"(\w+)\(\) could not be graded: it has a syntax error \((line \d+)")
 
@@ -278,12 +282,17 @@ def _tallies(exercise: ExerciseInfo, visible: list[Outcome], only_passed: bool) 
     return out
 
 
+def failure_text(excinfo) -> str:
+    """A failed test's exception text (its notes too), at most FAILURE_CHARS of it."""
+    return excinfo.exconly().removeprefix("grader.protocol.")[:FAILURE_CHARS]
+
+
 def classify(excinfo, exercise: int | None = None) -> tuple[str, str]:
     """(state, message) of a failed test's exception: not started, waiting (the stub of another exercise
     than the test's `exercise` raised), timed out or failed."""
     if excinfo is None:
         return "failed", ""
-    text = excinfo.exconly().removeprefix("grader.protocol.")
+    text = failure_text(excinfo)
     name = excinfo.type.__name__
     if name == "NotImplementedError":
         others = {int(m[1]) for m in _STUB.finditer(text)} - {exercise}

@@ -42,6 +42,7 @@ from grader.local import (
     WAITING,
     Verdict,
     classify,
+    failure_text,
     load_exercises,
 )
 from grader.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
@@ -518,7 +519,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         item.user_properties.append(("drawn", drawn))
     if report.failed and call.excinfo is not None and _suite_of(item):
         # on the item: pytest-json-report reads the properties of the teardown report, made later
-        item.user_properties.append(("failure", call.excinfo.exconly().removeprefix("grader.protocol.")))
+        item.user_properties.append(("failure", failure_text(call.excinfo)))
     props: dict[str, Any] = dict(item.user_properties)  # what this plugin and the suites put there
     if "exercise" in props and (report.when == "call" or not report.passed):
         state, message = classify(call.excinfo, props["exercise"]) if not report.passed else ("passed", "")

@@ -22,6 +22,7 @@ inventory's promises). Strict JSON, at most 1 MB.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -142,10 +143,14 @@ _EXCEPTION = re.compile(
 )
 
 
+OWN_EXCEPTION = "an exception class of its own"  # a hidden check's kind where the submission named the class
+
+
 def failure_kind(record: TestRecord) -> str:
     """What kind of failure a check's is, as data: "wrong result" (an assertion), "not implemented",
     "timed out", "did not run" (missing or skipped), else the exception's type (the submission's own,
-    for an exception it raised: "ValueError")."""
+    for an exception it raised: "ValueError"; in a hidden check, a class the submission named itself is
+    OWN_EXCEPTION, since its name could carry the check's inputs into results.json)."""
     if record.outcome in ("missing", "skipped"):
         return "did not run"
     for line in record.message.splitlines():
@@ -156,8 +161,15 @@ def failure_kind(record: TestRecord) -> str:
         if name == "SubmissionError" and match[2]:  # the submission's exception, as the worker names it
             inner = _EXCEPTION.match(match[2])
             name = inner[1].rsplit(".", 1)[-1] if inner else name
+            if inner and record.suite == "hidden" and not _builtin_exception(name):
+                name = OWN_EXCEPTION  # a name it chose could spell the hidden inputs it was called with
         return _KINDS.get(name, name)
     return "failed"
+
+
+def _builtin_exception(name: str) -> bool:
+    found = getattr(builtins, name, None)
+    return isinstance(found, type) and issubclass(found, BaseException)
 
 
 def _gate_note(gated: Sequence[SuiteScore]) -> str:

@@ -1330,6 +1330,21 @@ def test_another_exercises_reference_is_no_oracle(tmp_path, sandboxes, monkeypat
     assert document["score"] == 0
 
 
+def test_a_value_the_test_quotes_whole_cannot_hang_its_suite(tmp_path, sandboxes, monkeypatch):
+    """attack5: choose_parent returns 3.9 MB of one word; a hidden check looks it up in its archive
+    (list.index), whose ValueError quotes it whole. The plugin's verdict ran its patterns (a word, then
+    "() did not return") on that text uncut: quadratic, the hidden suite hung (82 s of CPU) until the
+    grading's wall-clock bound cut it. A failure's text is now cut before anything reads it: the run
+    ends on its own, every check reported."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    huge = '\n\ndef choose_parent(archive, rng, mode="dgm"):\n    return "x" * 3_900_000\n'
+    document = grade_source(tmp_path, REFERENCE + huge, exercises=[17], run_seconds=90)
+    assert "hidden_notes" not in document["extra_data"], document["extra_data"].get("hidden_notes")
+    kinds = {c.get("kind") for t in document["tests"] for c in t["extra_data"]["checks"]}
+    assert "did not run" not in kinds
+    assert max(len(t["output"]) for t in document["tests"]) <= 2000
+
+
 def test_nan_answers_earn_nothing_more_than_a_constant(tmp_path, sandboxes, monkeypatch):
     """[nan] * n against [2.0] * n: a constant passes the checks that compare two answers honestly
     (shift invariance), so NaN, which equals NaN in expect_close today, may earn no more. On softmax it

@@ -22,6 +22,7 @@ import pytest
 
 from grader import isolation
 from grader.grading import grade
+from grader.results import OWN_EXCEPTION
 from tests.kit.channels import CHANNELS
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
@@ -205,6 +206,74 @@ APPENDED = {
         HONEST,
     ),
     "huge answer": ("def softmax(xs):\n    return [0.5] * (20 << 20)\n", HONEST),
+    # attack5's blind round: each held against the kit before it was added here, but the first
+    "names its exception class after its inputs": (  # the hidden inputs in a hidden check's "kind" (fixed)
+        """
+        import re
+        def softmax(xs):
+            name = "LEAK" + re.sub(r"[^0-9A-Za-z]", "_", repr(xs))[:80] + "Error"
+            raise type(name, (Exception,), {})("the class's name is the message")
+        """,
+        HONEST,
+    ),
+    "forged answers that skip, exit or end the run": (  # the worker's own perform replaced
+        """
+        import sys
+        _worker = sys.modules["grader.worker"]
+        _perform = _worker.perform
+        _FORGED = ["Skipped", "XFailed", "Exit", "KeyboardInterrupt", "SystemExit", "StopIteration", "BaseException"]
+        _calls = [0]
+        def _forging(codec, fn, message, *rest):
+            if message.get("function") != "softmax":
+                return _perform(codec, fn, message, *rest)
+            _calls[0] += 1
+            k = _calls[0] % (len(_FORGED) + 2)
+            if k < len(_FORGED):
+                return {"op": "raise", "type": _FORGED[k], "message": "forged", "where": ""}
+            if k == len(_FORGED):
+                return {"op": "raise", "type": "SubmissionError", "message": "forged", "timed_out": "run"}
+            state = {"$object": "TabPolicy", "state": {"$dict": []}}
+            return {"op": "return", "value": state, "mutated": {"0": [1.0], "9": 5}, "changed": ["0"] * 1000}
+        _worker.perform = _forging
+        def softmax(xs):
+            return [0.0] * len(xs)
+        """,
+        HONEST,
+    ),
+    "stops itself": (  # no CPU time passes in a stopped worker: only the wall-clock bound could end it
+        """
+        import os, signal, threading
+        def softmax(xs):
+            for stop in (
+                lambda: os.kill(os.getpid(), signal.SIGSTOP), lambda: signal.raise_signal(signal.SIGSTOP),
+                lambda: signal.pthread_kill(threading.get_ident(), signal.SIGSTOP),
+                lambda: os.killpg(0, signal.SIGSTOP), lambda: signal.raise_signal(signal.SIGTSTP),
+            ):
+                try:
+                    stop()
+                except OSError:
+                    pass
+            return [0.0] * len(xs)
+        """,
+        HONEST,
+    ),
+    "shared memory past the quotas": (  # memfd, a shared mapping past the address space, /dev/shm
+        """
+        import mmap, os
+        def softmax(xs):
+            held = []
+            for spend in (
+                lambda: os.memfd_create("hog"), lambda: mmap.mmap(-1, 2 << 30, flags=mmap.MAP_SHARED),
+                lambda: open("/dev/shm/optlab-hog", "wb").write(b"x" * (100 << 20)),
+            ):
+                try:
+                    held.append(spend())
+                except (OSError, MemoryError, ValueError):
+                    pass
+            return [0.0] * len(xs)
+        """,
+        HONEST,
+    ),
     "rewrites its argument": (  # the uniform answer, and logits made equal so that it looks right
         "def softmax(xs):\n    n = len(xs)\n    xs[:] = [0.0] * n\n    return [1.0 / n] * n\n",
         WRONG,
@@ -277,6 +346,43 @@ def test_hidden_inputs_never_reach_the_hidden_entries(tmp_path):
     assert hidden and all("LEAK" not in t["output"] for t in hidden)
     visible = [t for t in document["tests"] if t["name"] == "8 softmax: visible checks"]
     assert "LEAK" in visible[0]["output"]  # the visible entry shows what the student's code said
+
+
+def test_no_name_the_submission_chose_reaches_a_hidden_entry(tmp_path):
+    """attack5: an exception class named after the inputs (`LEAK_1_0__2_0_Error`) put the hidden inputs
+    into each hidden check's "kind" in results.json, 80 characters a check; a class the submission named
+    is now only "its own" there (the visible entry, whose inputs are the handout's, still names it)."""
+    code, _ = APPENDED["names its exception class after its inputs"]
+    document, _ = grade_file(tmp_path, "optimization_toolkit.py", REFERENCE + "\n\n" + textwrap.dedent(code))
+    by_name = {t["name"]: t for t in document["tests"]}
+    hidden = by_name["8 softmax: hidden checks"]
+    assert "LEAK" not in json.dumps(hidden)
+    assert {c.get("kind") for c in hidden["extra_data"]["checks"]} == {OWN_EXCEPTION}
+    assert "LEAK" in json.dumps(by_name["8 softmax: visible checks"]["extra_data"])
+
+
+# attack5: a call writes fake answers on every descriptor it holds (the grader's pipe, the reference's)
+POSTED_AHEAD = """
+import os
+def softmax(xs):
+    for fd in range(3, 64):
+        try:
+            os.write(fd, b'{"op":"return","value":[1.0],"mutated":{}}\\n' * 4)
+        except OSError:
+            pass
+    return [0.0] * len(xs)
+"""
+
+
+def test_answers_posted_ahead_earn_nothing(tmp_path, sandboxes, monkeypatch):
+    """Answers a worker posts ahead are read as its next calls' answers: they put its own exercise 12 out
+    of step (its own loss), never a point more than it earns honestly, and nothing outlives the grading."""
+    monkeypatch.setenv("TMPDIR", str(sandboxes))
+    document, _ = grade_file(tmp_path, "optimization_toolkit.py", REFERENCE + "\n\n" + POSTED_AHEAD)
+    by_name = {t["name"]: t for t in document["tests"]}
+    assert document["score"] <= HONEST_POINTS + 1e-9
+    assert by_name["8 softmax: visible checks"]["score"] == 0
+    assert_nothing_left_behind(sandboxes)
 
 
 def test_a_submitted_conftest_and_shadow_modules_never_load(tmp_path, wrong_softmax_score):
