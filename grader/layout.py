@@ -29,14 +29,15 @@ WORKER_RUNTIME = ("__init__", "audit", "codec", "layout", "protocol", "worker")
 HANDOUT_RUNNER = (
     "__init__", "audit", "cgroup", "codec", "compiling", "confinement", "deadlines", "errors", "expect",
     "intake", "isolation", "landlock", "layout", "libc", "limits", "local", "mounts", "promises", "protocol",
-    "pytest_plugin", "reference_worker", "sandbox", "scoring", "seccomp", "student", "untrusted", "worker",
+    "pytest_plugin", "reference_worker", "sandbox", "scoring", "scratch", "seccomp", "student", "untrusted",
+    "worker", "worker_pipe",
 )  # fmt: skip
 GRADING_MODULES = (
     "__init__", "__main__", "audit", "cgroup", "cli", "codec", "compiling", "confinement", "contract",
     "deadlines", "domain", "errors", "expect", "grading", "intake", "inventory", "isolation", "landlock",
     "layout", "libc", "limits", "local", "manifest", "mounts", "otter_plugin", "otter_submission",
     "promises", "protocol", "pytest_plugin", "records", "reference", "reference_worker", "results",
-    "sandbox", "scoring", "seccomp", "student", "suites", "untrusted", "worker",
+    "sandbox", "scoring", "scratch", "seccomp", "student", "suites", "untrusted", "worker", "worker_pipe",
 )  # fmt: skip
 
 

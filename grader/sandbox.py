@@ -37,32 +37,25 @@ from __future__ import annotations
 import json
 import math
 import os
-import queue
-import selectors
-import shutil
 import signal
-import stat
 import subprocess
 import sys
-import sysconfig
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from grader import cgroup, isolation, landlock, mounts
-from grader.codec import CodecError, dumps, loads
+from grader import cgroup, isolation, landlock
 from grader.confinement import SANDBOX_AVAILABLE, Confine
 from grader.deadlines import CPU_READABLE, Deadline, cpu_time
-from grader.errors import KitError
-from grader.layout import MODULE_FILE, WORKER_RUNTIME
+from grader.layout import MODULE_FILE
 from grader.limits import Limits
 from grader.protocol import IMPORT_TIMED_OUT, SPIN_SECONDS, failure_answer
+from grader.scratch import SandboxError, Scratch
+from grader.worker_pipe import WorkerDied, WorkerPipe
 
-# What a student's own run lacks where there is no sandbox (a worker is then a plain process: `_Plain`)
+# What a student's own run lacks where there is no sandbox (a worker is then a plain process)
 NO_SANDBOX = (
     "no sandbox on this system (no POSIX rlimits): your module runs in a process of its own, with the "
     "time limits, but without memory or disk limits or any isolation from your files"
@@ -96,10 +89,6 @@ def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> float:
     except (OSError, ValueError):
         pass
     return cpus
-
-
-class SandboxError(KitError):
-    """The sandbox cannot be set up on this machine (not a problem of the submission)."""
 
 
 # The interpreter itself, not a venv's link to it: the worker must not need to pass through the kit's folder.
@@ -150,29 +139,19 @@ class Sandbox:
         self.exercise_of = exercise_of
         self.layers = isolation.machine_layers()
         # no sandbox here (Windows): a plain worker process, over its stdin and stdout, read by a thread
-        self._plain: _Plain | None = None if SANDBOX_AVAILABLE else _Plain()
-        # with the mount layer, outside every world-writable folder: the worker's view covers those
-        where = mounts.sandboxes() if self.layers.mounts else Path(tempfile.gettempdir())
-        if self.layers.uid:
-            _check_reachable(where)
-        self.lease = isolation.UidLease() if self.layers.uid else None
-        self.home = Path(tempfile.mkdtemp(prefix="optlab-sandbox-", dir=where))
-        # this grader's own until it closes: no other grader takes its scratch for a stale one
-        self._held = mounts.hold_home(self.home) if self.layers.mounts else None
-        self.work = self.home / "work"
-        self.runtime = self.home / "runtime"
-        self._module_source = module_source
-        self._prepare()
+        self._plain = not SANDBOX_AVAILABLE
+        self.scratch = Scratch(module_source, self.layers, self.limits, self._plain)
+        self.home, self.work, self.runtime = self.scratch.home, self.scratch.work, self.scratch.runtime
         # built once the scratch tmpfs (if any) is mounted: its write rule is the tmpfs's own root
         self._ruleset = landlock.worker_ruleset(self.work, self.runtime) if self.layers.landlock else None
         self._memory = self._memory_limit()
         self._oom_kills = 0  # the cgroup's OOM kills when the running worker started
-        self._quota = self._scratch_quota()
+        self._quota = self.scratch.quota()
         self._poll = poll_seconds()
         self._config = {
             "module": str(self.work / MODULE_FILE),
             "scratch": str(self.work),
-            "read_roots": _read_roots(self.runtime),
+            "read_roots": self.scratch.read_roots(),
             "exercise_of": exercise_of,
             "isolate": isolate,
             "broken": broken or {},
@@ -180,6 +159,7 @@ class Sandbox:
             "poll_seconds": self._poll,
         }
         self._process: subprocess.Popen | None = None
+        self._pipe: WorkerPipe | None = None
         self._ready = False  # the running worker has imported the module and said so
         self._spawned = 0.0
         self._inherited: tuple[int, ...] = ()  # descriptors every start's worker inherits (kept open here)
@@ -196,6 +176,16 @@ class Sandbox:
         self._answered: tuple[int | None, float, float] | None = None
         self.restarts = 0
         self.log: list[str] = []
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the running worker, if one runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def lease(self) -> isolation.UidLease | None:
+        """The uid this sandbox's workers run as (as root), until it closes."""
+        return self.scratch.lease
 
     # -- the Link -------------------------------------------------------------------------------------
 
@@ -222,11 +212,11 @@ class Sandbox:
             calling = time.monotonic()
             deadline = self._deadline(self.limits.call_seconds, exercise)
             cpu_calling = deadline.cpu_start
-            if not self._post(message, deadline):
+            if not self.pipe.post(message, deadline):
                 return self._timed_out(message, deadline)
             requests = request_bytes = 0
             while True:
-                answer = self._receive(deadline)
+                answer = self.pipe.receive(deadline)
                 if answer is None:
                     return self._timed_out(message, deadline)
                 if answer.get("op") in ("return", "raise"):
@@ -235,12 +225,12 @@ class Sandbox:
                     if reference is not None and answer.get("reference_ended") is True:
                         self._kill("the reference's worker ended")  # its pipes were this worker's
                     return self._within_quota(message, answer)
-                requests, request_bytes = requests + 1, request_bytes + self._last_size
+                requests, request_bytes = requests + 1, request_bytes + self.pipe.last_size
                 if requests > self.limits.callbacks or request_bytes > self.limits.callback_bytes:
                     return self._too_many_requests(message)
-                if not self._post(self._serve(answer), deadline):
+                if not self.pipe.post(self._serve(answer), deadline):
                     return self._timed_out(message, deadline)
-        except _WorkerDied as died:
+        except WorkerDied as died:
             self._kill(str(died))
             return failure_answer(str(died))
         finally:
@@ -330,7 +320,7 @@ class Sandbox:
         try:
             return self.serve_request(request)
         except Exception as error:  # noqa: BLE001 - whatever went wrong, the protocol must not go on
-            raise _WorkerDied(f"the grader could not serve the submission's request: {error}") from None
+            raise WorkerDied(f"the grader could not serve the submission's request: {error}") from None
 
     def _memory_limit(self) -> cgroup.MemoryLimit | None:
         """The worker's memory cgroup, where this machine gives one."""
@@ -350,18 +340,7 @@ class Sandbox:
             self._memory.close()
         if self._ruleset is not None:
             self._ruleset.close()
-        if self.layers.mounts:
-            mounts.unmount_scratch(self.work)
-        if self.lease is not None:
-            self.lease.release()  # kills what is left of the uid and sweeps what it wrote
-            self.lease = None
-        if self._plain is not None:
-            shutil.rmtree(self.home, ignore_errors=True)
-        else:
-            isolation.remove_tree(self.home)  # however deep the worker nested its scratch
-        if self._held is not None:
-            os.close(self._held)
-            self._held = None
+        self.scratch.remove()
 
     def output(self) -> str:
         """What the worker printed (capped), for the instructor's log."""
@@ -373,43 +352,6 @@ class Sandbox:
             return ""
 
     # -- the worker process ---------------------------------------------------------------------------
-
-    def _prepare(self) -> None:
-        self.work.mkdir()
-        self.runtime.mkdir()
-        (self.runtime / "grader").mkdir()
-        here = Path(__file__).parent
-        for name in WORKER_RUNTIME:
-            source = "" if name == "__init__" else (here / f"{name}.py").read_text(encoding="utf-8")
-            (self.runtime / "grader" / f"{name}.py").write_text(source, encoding="utf-8")
-        if self.layers.mounts and self.lease is not None:  # the disk quota is the tmpfs's size
-            limits = self.limits
-            mounts.mount_scratch(self.work, self.lease.uid, limits.scratch_bytes, limits.scratch_files)
-        self._write_module()
-        os.chmod(self.home, 0o711)
-        if self.lease is not None:
-            os.chown(self.work, self.lease.uid, self.lease.uid)
-            os.chmod(self.work, 0o700)
-
-    def _write_module(self) -> None:
-        module = self.work / MODULE_FILE
-        module.write_text(self._module_source, encoding="utf-8")
-        if self.lease is not None:
-            os.chown(module, self.lease.uid, self.lease.uid)
-
-    def _scratch_quota(self) -> mounts.ScratchQuota | _NoQuota:
-        """The worker's disk quota as the grader measures it: the tmpfs's use where it has one; else
-        its scratch folder, and where no layer keeps it there (neither Landlock nor the mount layer),
-        what its uid owns in the world-writable folders."""
-        if self._plain is not None:
-            return _NoQuota()
-        shared_uid = None
-        if self.lease is not None and not self.layers.landlock and not self.layers.mounts:
-            shared_uid = self.lease.uid
-        return mounts.ScratchQuota(
-            self.work, self.limits.scratch_bytes, self.limits.scratch_files, self.layers.mounts,
-            shared_uid, isolation.SHARED_WRITABLE,
-        )  # fmt: skip
 
     def spawn(self) -> None:
         """Start the worker's process, if none runs, without waiting for it to import the module (`start`
@@ -483,10 +425,8 @@ class Sandbox:
     def _spawn(self) -> None:
         if self._quota.breached:  # the worker ended at its quota: the next one starts with an empty disk
             self._quota.reset()
-            if self.lease is not None:
-                isolation.sweep_uid(self.lease.uid, stale_mounts=False)  # its scratch tmpfs stays
-            self._write_module()
-        if self._plain is not None:
+            self.scratch.start_afresh()
+        if self._plain:
             self._spawn_plain()
             return
         to_worker, from_grader = os.pipe()
@@ -516,16 +456,8 @@ class Sandbox:
         finally:
             for fd in (to_worker, to_grader, *peer_fds, output):
                 os.close(fd)
-        os.set_blocking(from_worker, False)  # polled first, then waited for (`_read`)
-        os.set_blocking(from_grader, False)  # a worker that reads nothing cannot block the grader (`_post`)
-        self._reader = os.fdopen(from_worker, "rb", buffering=0)
-        self._writer = os.fdopen(from_grader, "wb", buffering=0)
-        self._selector = selectors.DefaultSelector()  # one per worker: most calls take well under 1 ms
-        self._selector.register(self._reader, selectors.EVENT_READ)
-        self._writable = selectors.DefaultSelector()
-        self._writable.register(self._writer, selectors.EVENT_WRITE)
-        self._buffer = bytearray()
-        self._last_size = 0  # the length of the last message received
+        reader, writer = os.fdopen(from_worker, "rb", buffering=0), os.fdopen(from_grader, "wb", buffering=0)
+        self._pipe = WorkerPipe(reader, writer, self.limits.message_bytes, self._poll, self._death_reason)
         self.restarts += 1
         self._spawned = time.monotonic()
         self._oom_kills = self._memory.oom_kills() if self._memory is not None else 0
@@ -554,11 +486,10 @@ class Sandbox:
         finally:
             os.close(output)
         assert self._process.stdin is not None and self._process.stdout is not None
-        self._reader = self._process.stdout  # type: ignore[assignment]  # buffered, not FileIO: read by _Plain
-        self._writer = self._process.stdin  # type: ignore[assignment]  # written through its descriptor
-        self._plain = _Plain(self._reader)
-        self._buffer = bytearray()
-        self._last_size = 0
+        reader, writer = self._process.stdout, self._process.stdin  # buffered: read by a thread
+        self._pipe = WorkerPipe(
+            reader, writer, self.limits.message_bytes, 0.0, self._death_reason, plain=True
+        )
         self.restarts += 1
         self._spawned = time.monotonic()
 
@@ -569,14 +500,14 @@ class Sandbox:
         deadline = self._deadline(self.limits.import_seconds, since=self._spawned)
         where = ""  # the line of the module the import was at, as the worker last reported it
         try:
-            ready = self._receive(deadline, waiting_only=True)
+            ready = self.pipe.receive(deadline, waiting_only=True)
             # one report per second of CPU time: more than the import may take is no honest worker's (and
             # messages already waiting are read without a look at the deadline)
             reports = int(self.limits.import_seconds) + 2
             while ready is not None and ready.get("op") == "importing" and reports > 0:
                 where, reports = str(ready.get("where", ""))[:200], reports - 1
-                ready = self._receive(deadline, waiting_only=True)
-        except _WorkerDied as died:
+                ready = self.pipe.receive(deadline, waiting_only=True)
+        except WorkerDied as died:
             self._kill("died at start")
             return failure_answer(f"while importing the module: {died}")
         # a hello read late (the worker started ahead) still counts only if the import kept to its CPU time
@@ -590,22 +521,6 @@ class Sandbox:
             return failure_answer("the worker did not start")
         self._ready = True
         return None
-
-    def _post(self, message: dict, deadline: Deadline) -> bool:
-        """Write one message to the worker; False once `deadline` has passed with the worker's pipe still
-        full (a worker that does not read its answers)."""
-        data = memoryview(dumps(message).encode("utf-8") + b"\n")
-        fd = self._writer.fileno()
-        while data:
-            try:
-                data = data[os.write(fd, data) :]
-            except BlockingIOError:
-                if deadline.passed():
-                    return False
-                self._writable.select(deadline.poll_seconds())
-            except OSError:
-                raise _WorkerDied(self._death_reason()) from None
-        return True
 
     def _deadline(
         self, cpu_seconds: float, exercise: int | None = None, since: float | None = None
@@ -633,54 +548,6 @@ class Sandbox:
             )
         deadline.quota = self._quota.breach  # the disk quota is watched while the grader waits
         return deadline
-
-    def _receive(self, deadline: Deadline, waiting_only: bool = False) -> dict | None:
-        """The next message, or None once the deadline has passed: checked before each message and each
-        chunk, whether or not the worker's messages are waiting already (`waiting_only`: only while none
-        is, for a hello that may have waited for the grader since its worker was started ahead)."""
-        if not waiting_only and deadline.passed():
-            return None
-        end = self._buffer.find(b"\n")
-        while end < 0:  # each chunk is searched once and appended in place: linear in the message
-            if (not waiting_only and deadline.passed()) or (chunk := self._read(deadline)) is None:
-                return None
-            if not chunk:
-                raise _WorkerDied(self._death_reason())
-            if (newline := chunk.find(b"\n")) >= 0:
-                end = len(self._buffer) + newline
-            self._buffer += chunk
-            if end < 0 and len(self._buffer) > self.limits.message_bytes:
-                raise _WorkerDied("the answer was larger than the grader accepts")
-        if end > self.limits.message_bytes:
-            raise _WorkerDied("the answer was larger than the grader accepts")
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        self._last_size = end
-        try:
-            message = loads(line.decode("utf-8", "replace"))
-        except CodecError:
-            raise _WorkerDied("the worker sent something that is not a message") from None
-        if type(message) is not dict:
-            raise _WorkerDied("the worker sent something that is not a message")
-        return message
-
-    def _read(self, deadline: Deadline) -> bytes | None:
-        """The worker's next bytes (b"" once it has closed its end), or None once the deadline has passed;
-        polled for `poll_seconds()` before this process sleeps until they come."""
-        if self._plain is not None:
-            return self._plain.read(deadline)
-        fd = self._reader.fileno()
-        spin_until = time.perf_counter() + self._poll
-        while True:
-            try:
-                return os.read(fd, 1 << 20)
-            except BlockingIOError:
-                pass
-            if time.perf_counter() < spin_until:
-                continue
-            if deadline.passed():
-                return None
-            self._selector.select(deadline.poll_seconds())
 
     def _death_reason(self) -> str:
         code = self._reap(self._process, 2.0) if self._process is not None else None
@@ -720,70 +587,15 @@ class Sandbox:
         except (ProcessLookupError, PermissionError):
             pass
         self._reap(process, 10.0, killed=True)
-        handles = (
-            (self._reader, self._writer)
-            if self._plain
-            else (self._selector, self._writable, self._reader, self._writer)
-        )
-        for handle in handles:
-            try:
-                handle.close()
-            except OSError:
-                pass
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
 
-
-class _Plain:
-    """A plain worker's stdout, read by a thread (Windows cannot wait on a pipe with a timeout): the
-    grader takes its chunks from a queue, waiting at most until the call's deadline."""
-
-    def __init__(self, stream=None):
-        self.chunks: queue.Queue[bytes] = queue.Queue()
-        if stream is not None:
-            threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream) -> None:
-        while True:
-            try:
-                chunk = stream.read1(1 << 20)
-            except (OSError, ValueError):  # closed here when the worker is killed
-                chunk = b""
-            self.chunks.put(chunk)
-            if not chunk:
-                return
-
-    def read(self, deadline: Deadline) -> bytes | None:
-        while True:
-            try:
-                return self.chunks.get(timeout=max(0.001, deadline.poll_seconds()))
-            except queue.Empty:
-                if deadline.passed():
-                    return None
-
-
-class _NoQuota:
-    """No disk quota (a plain worker: nothing confines it to its scratch folder to measure)."""
-
-    breached = False
-
-    def breach(self, pid: int | None) -> str | None:
-        return None
-
-    def reset(self) -> None:
-        pass
-
-
-class _WorkerDied(Exception):
-    """The worker ended, or broke the protocol, during a call."""
-
-
-def _check_reachable(folder: Path) -> None:
-    """As root: the worker user must be able to pass through every folder above its scratch folder."""
-    for step in (folder, *folder.parents):
-        if not os.stat(step).st_mode & stat.S_IXOTH:
-            raise SandboxError(
-                f"the worker user cannot reach {folder}: {step} is closed to others "
-                "(point TMPDIR at a folder others may pass through, such as /tmp)"
-            )
+    @property
+    def pipe(self) -> WorkerPipe:
+        """The running worker's pipes (a call reaches them only once its worker has started)."""
+        assert self._pipe is not None
+        return self._pipe
 
 
 def _worker_environment(work: Path) -> dict[str, str]:
@@ -798,10 +610,3 @@ def _worker_environment(work: Path) -> dict[str, str]:
         # Windows: an interpreter cannot start without it
         **({"SYSTEMROOT": os.environ["SYSTEMROOT"]} if "SYSTEMROOT" in os.environ else {}),
     }
-
-
-def _read_roots(runtime: Path) -> list[str]:
-    paths = sysconfig.get_paths()
-    roots = {paths["stdlib"], paths["platstdlib"], str(runtime), "/dev/null", "/dev/urandom"}
-    roots |= {p for p in sys.path if p.endswith((".zip", "lib-dynload"))}
-    return sorted(roots)

@@ -425,7 +425,7 @@ def two_workers(ref) -> Iterator[tuple]:
     """Two submissions graded at the same time: A attacks, B is honest and holds a secret."""
     with worker(ref, NEIGHBOUR) as (a, box_a), worker(ref, f"\nMY_SECRET = {SECRET_OF_B!r}\n") as (b, box_b):
         assert a.softmax([0.0, 0.0]) == b.softmax([0.0, 0.0]) == [0.5, 0.5]  # both running
-        yield a, b, box_b, box_b._process.pid
+        yield a, b, box_b, box_b.worker_pid
 
 
 @as_root
@@ -837,7 +837,7 @@ def test_the_reference_answers_nothing_between_the_calls_that_may_ask_it(asking)
 @pytest.mark.parametrize("attack", ["garbage", "oversize"])
 def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_afresh(ref, asking, attack):
     student, box = asking
-    first = box.reference.sandbox._process.pid
+    first = box.reference.sandbox.worker_pid
     assert student.softmax(f"{attack}:") == "b''"  # the reference's worker ended: its pipe closed
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     # The next call that may ask finds it ended (or, if it is still ending, fails and says so)...
@@ -845,12 +845,12 @@ def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_af
         student.sft_grad(policy, data)
     # ...and the one after has a new submission worker and a new reference worker.
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
-    assert box.reference.sandbox._process.pid != first
+    assert box.reference.sandbox.worker_pid != first
 
 
 def test_the_submission_cannot_reach_the_reference_workers_process(ref, asking):
     student, box = asking
-    answering = box.reference.sandbox._process.pid
+    answering = box.reference.sandbox.worker_pid
     assert student.softmax(f"reach:{answering}") == []
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)  # not stopped: it still answers
@@ -869,7 +869,7 @@ def test_a_reference_that_ended_during_a_call_is_started_afresh_with_its_worker(
 
 def test_a_reference_kept_busy_costs_the_call_its_deadline_and_no_more(ref, asking):
     student, box = asking
-    first = box.reference.sandbox._process.pid
+    first = box.reference.sandbox.worker_pid
     g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
     with bounded(4 * LIMITS.call_seconds + 4), pytest.raises(CallTimedOut):
         student.add_score(g, ref.TabPolicy(), 0, 0, 1, "busy:")
@@ -1048,7 +1048,7 @@ def test_a_reference_request_left_unread_stops_computing_when_its_call_ends(ref)
     attacker). It now stops when its call ends."""
     with deadlines_worker(ref) as (student, box):
         assert student.demo("leave") == "POSTED"
-        answering = box.reference.sandbox._process.pid
+        answering = box.reference.sandbox.worker_pid
         at_return = _running(answering) or 0.0
         time.sleep(3)  # not a bound: what a reference still computing would gain meanwhile
         after = _running(answering)

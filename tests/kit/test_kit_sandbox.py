@@ -90,7 +90,7 @@ def test_an_import_that_floods_its_progress_reports_is_ended(ref, monkeypatch):
 
     try:
         sandbox.spawn()
-        monkeypatch.setattr(sandbox, "_receive", flood)
+        monkeypatch.setattr(sandbox.pipe, "receive", flood)
         with pytest.raises(SubmissionError, match="the worker did not start"):
             student.softmax([0.0])
         assert len(read) <= LIMITS.import_seconds + 3
@@ -122,7 +122,7 @@ def test_a_worker_started_ahead_has_the_same_import_budget(ref):
     try:
         sandbox.spawn()
         deadline = time.monotonic() + 30
-        while cpu_time(sandbox._process.pid) < 1.5 and time.monotonic() < deadline:
+        while cpu_time(sandbox.worker_pid) < 1.5 and time.monotonic() < deadline:
             time.sleep(0.1)  # the import runs meanwhile (the grader is not waiting for it)
         time.sleep(0.5)
         with pytest.raises(CallTimedOut, match="did not finish importing"):
@@ -147,7 +147,7 @@ def test_a_worker_started_ahead_and_read_late_is_ready_if_its_import_kept_to_its
 def test_closing_removes_the_scratch_folder_and_the_worker(ref):
     student, sandbox = open_student(ref, "")
     student.softmax([0.0])
-    pid = sandbox._process.pid
+    pid = sandbox.worker_pid
     student.close()
     assert not sandbox.home.exists()
     with pytest.raises(ProcessLookupError):
@@ -176,7 +176,7 @@ def test_a_worker_whose_death_was_read_is_not_signalled_again(ref, monkeypatch):
         student, sandbox = open_student(ref, tail)
         try:
             assert sandbox.start() is None
-            worker = sandbox._process.pid
+            worker = sandbox.worker_pid
             with pytest.raises(SubmissionError, match=says):
                 student.softmax([0.0])
             assert (worker in signalled) is killed
