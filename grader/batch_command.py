@@ -18,21 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from grader.batch import (
+from grader.batch.keys import kit_identity
+from grader.batch.outcomes import (
     COMPLETED,
     INTERRUPTED,
     RESULTS,
-    BarProgress,
     BatchInterrupted,
     BatchOptions,
     Engine,
     Outcome,
-    kit_identity,
-    previous_results,
-    read_results,
-    run_batch,
-    submission_folder,
 )
+from grader.batch.progress import BarProgress
+from grader.batch.records import previous_results, read_results, submission_folder
+from grader.batch.run import run_batch
 from grader.errors import KitError
 from grader.grades import (
     MOVED,

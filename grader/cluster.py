@@ -28,18 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.batch import (
-    GRADE_LOG,
-    BatchOptions,
-    Engine,
-    Graded,
-    Outcome,
-    grade_one,
-    kit_of,
-    record_grading,
-    stoppable,
-    submission_folder,
-)
+from grader.batch.children import grade_one, stoppable
+from grader.batch.keys import kit_of
+from grader.batch.outcomes import GRADE_LOG, BatchOptions, Engine, Graded, Outcome
+from grader.batch.records import record_grading, submission_folder
 from grader.errors import KitError
 from grader.intake import FILE, as_read
 from grader.isolation import machine_layers

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import CRASHED, INTERRUPTED, Outcome
+from grader.batch.outcomes import CRASHED, INTERRUPTED, Outcome
 from grader.errors import KitError
 from grader.manifest import Exercise
 from grader.roster import Submitter

@@ -291,8 +291,15 @@ def _edited(root: Path, name: str, data: bytes) -> bytes:
         head, sep, otters = text.partition("set -e\n")
         if not sep:
             raise PackageError(f"Otter's setup.sh has no 'set -e': is otter {OTTER_VERSION} installed?")
-        return (head + sep + "\n" + _venv_steps(root) + otters.lstrip("\n").rstrip("\n") + "\n"
-                + f"mamba run -n {ENV_NAME} bash /tmp/optlab-setup-worker.sh python\n").encode()
+        return (
+            head
+            + sep
+            + "\n"
+            + _venv_steps(root)
+            + otters.lstrip("\n").rstrip("\n")
+            + "\n"
+            + f"mamba run -n {ENV_NAME} bash /tmp/optlab-setup-worker.sh python\n"
+        ).encode()
     if name == "run_autograder":
         head, sep, otters = data.decode().partition("\n")
         if f"mamba activate {ENV_NAME}" not in otters or "run_otter.py" not in otters:
@@ -320,7 +327,7 @@ def _venv_steps(root: Path) -> str:
         "# environment of PyPI's packages; else (Gradescope's Ubuntu 22.04: its python3.11 is 3.11.0rc1)\n"
         "# Otter's Miniforge below\n"
         f"venv={OTTER_VENV}\n"
-        'if python=$(bash /tmp/optlab-python.sh); then\n'
+        "if python=$(bash /tmp/optlab-python.sh); then\n"
         f'  echo "{ENVIRONMENT_LINE} $venv, Python {version} ($python), packages from PyPI"\n'
         "  if ! \"$python\" -c 'import ensurepip, venv' 2>/dev/null && command -v apt-get >/dev/null; then\n"
         "    export DEBIAN_FRONTEND=noninteractive\n"

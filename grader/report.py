@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import COMPLETED, CRASHED, INTERRUPTED, Outcome
+from grader.batch.outcomes import COMPLETED, CRASHED, INTERRUPTED, Outcome
 from grader.grades import Change
 from grader.manifest import Exercise
 from grader.scoring import points_text

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import grader.cluster
-from grader.batch import _descendants
+from grader.batch.children import processes_below
 from grader.cluster import ClusterError, Parcel, pack, unpack
 from grader.roster import Entry, content_hash
 from tests.kit.conftest import KIT
@@ -80,7 +80,7 @@ class Cluster:
     def lose(self, name: str) -> None:
         """The worker's machine gone: SIGKILL to it and everything below it (its gradings too)."""
         process = self.processes.pop(name)
-        tree = [pid for pid, _, _ in _descendants(process.pid)]
+        tree = [pid for pid, _, _ in processes_below(process.pid)]
         for pid in [process.pid, *tree]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -92,7 +92,7 @@ class Cluster:
         for name, process in self.processes.items():
             if names and name not in names:
                 continue
-            for pid, _, _ in _descendants(process.pid):
+            for pid, _, _ in processes_below(process.pid):
                 with contextlib.suppress(OSError):
                     if b"grade\0" in Path(f"/proc/{pid}/cmdline").read_bytes():
                         found.append(pid)
@@ -102,7 +102,7 @@ class Cluster:
         """Stop every process (SIGTERM to its group, then SIGKILL); the ids of any still alive."""
         every = {p.pid for p in self.processes.values()}
         for process in self.processes.values():
-            every |= {pid for pid, _, _ in _descendants(process.pid)}
+            every |= {pid for pid, _, _ in processes_below(process.pid)}
         # workers before the scheduler: a worker whose scheduler is gone waits to reconnect, not to stop
         for which in (signal.SIGTERM, signal.SIGKILL):
             for process in reversed(self.processes.values()):

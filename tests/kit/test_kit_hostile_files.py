@@ -199,7 +199,7 @@ def test_no_two_names_of_a_batch_share_a_results_folder():
     with 16 digits, and a changed name is cut to 100 characters."""
     import hashlib
 
-    from grader.batch import submission_folder
+    from grader.batch.records import submission_folder
     from grader.roster import Entry
 
     tag = hashlib.sha256(b"a b.py").hexdigest()

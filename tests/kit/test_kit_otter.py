@@ -56,7 +56,7 @@ def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
     assert {n for n in kit if n.startswith("tests/promises/")} == {
         p.relative_to(KIT).as_posix() for p in (KIT / PROMISES).glob("*.toml")
     }
-    assert "grader/batch.py" not in kit and "grader/build.py" not in kit
+    assert "grader/batch/run.py" not in kit and "grader/build.py" not in kit
     config = json.loads(zipfile.ZipFile(autograder).read("otter_config.json"))
     assert config["plugins"] == ["grader.otter_plugin.KitGrading"]
     environment = zipfile.ZipFile(autograder).read("environment.yml").decode()
