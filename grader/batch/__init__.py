@@ -1,1 +1,1 @@
-"""`grader batch`: a class's submissions graded by many `grader grade` children, here or on a cluster."""
+"""`grader batch`: a class graded by many `grader grade` children, here or on a cluster, for the TAs."""

@@ -17,6 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.batch.folders import (
+    cap_log,
+    read_results,
+    record_grading,
+    submission_folder,
+)
 from grader.batch.outcomes import (
     GRACE_SECONDS,
     GRADE_LOG,
@@ -25,17 +31,12 @@ from grader.batch.outcomes import (
     Graded,
     Outcome,
 )
-from grader.batch.records import (
-    cap_log,
-    read_results,
-    record_grading,
-    submission_folder,
-)
-from grader.deadlines import proc_stat
-from grader.grading import GRADING_FAILED
-from grader.isolation import private_copy, remove_tree
-from grader.roster import Entry
-from grader.sandbox import GRADINGS_AT_ONCE
+from grader.batch.roster import Entry
+from grader.grading.grade import GRADING_FAILED
+from grader.grading.intake import private_copy
+from grader.sandbox.deadlines import proc_stat
+from grader.sandbox.isolation import remove_tree
+from grader.sandbox.sandbox import GRADINGS_AT_ONCE
 
 GRADER = (sys.executable, "-m", "grader")  # the command that grades one submission (tests replace it)
 

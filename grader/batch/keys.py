@@ -13,13 +13,13 @@ import tomllib
 from pathlib import Path
 
 from grader import __version__
+from grader.assignment.inventory import INVENTORY
+from grader.assignment.manifest import SCORING_KEYS
 from grader.batch.outcomes import (
     BatchOptions,
 )
-from grader.inventory import INVENTORY
+from grader.batch.roster import Entry, content_hash
 from grader.layout import MANIFEST, REFERENCE
-from grader.manifest import SCORING_KEYS
-from grader.roster import Entry, content_hash
 
 
 def kit_of(root: Path) -> dict:
@@ -44,7 +44,8 @@ def run_identity(root: Path, options: BatchOptions) -> dict:
 
 
 def _running_manifest_hash(path: Path) -> str | None:
-    """A hash of the manifest without its scoring keys (grader.manifest.SCORING_KEYS) nor its comments."""
+    """A hash of the manifest without its scoring keys (grader.assignment.manifest.SCORING_KEYS) nor its
+    comments."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

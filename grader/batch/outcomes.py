@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, Protocol
 
-from grader.grading import SUBMISSION_SECONDS
-from grader.roster import Entry
+from grader.batch.roster import Entry
+from grader.grading.grade import SUBMISSION_SECONDS
 
 GRACE_SECONDS = 3.0  # from SIGINT to SIGKILL
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from grader.assignment.scoring import points_text
 from grader.batch.outcomes import (
     CRASHED,
     Outcome,
 )
-from grader.scoring import points_text
-from grader.untrusted import printable
+from grader.grading.untrusted import printable
 
 if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
     from rich.progress import Progress as RichProgress

@@ -1,18 +1,20 @@
-"""`grader batch`: grade every submission of a roster, in parallel, each by `grader grade` in a child
+"""`grader batch`: grade every submission of a roster in parallel, each by a `grader grade` child.
+
+`grader batch`: grade every submission of a roster, in parallel, each by `grader grade` in a child
 process of its own (its own sandbox: a crash or a hang costs that submission alone), resumably.
 
 Each submission gets a folder in the results folder: `results.json` (as `grader grade` wrote it, or one
 that says why grading failed), `grade.log` (what the child printed, capped) and `batch.json` (how it went,
 and the grading key); a regrade keeps every results.json it replaces in the folder's `history/`, under
-the time it was written (grader.history: never rotated out), the newest one for the regrade preview. The
+the time it was written (grader.batch.history: never rotated out), the newest one for the regrade preview. The
 key is a hash of the submission's files, the kit's version, the inventory, manifest and reference, and
 the options that change a grade (--exercise, --call-timeout): a run skips a submission whose folder holds
 a completed grading under the same key, unless forced. A grading that timed out or crashed is tried
 again on the next run.
 
-A change of points alone (the manifest's scoring keys, grader.manifest.SCORING_KEYS: the suites, the
-reference, the submission and everything else the same, which the run key says) runs nothing: the kept
-results.json is scored again from the checks its entries carry (grader.rescore). A dry run
+A change of points alone (the manifest's scoring keys, grader.assignment.manifest.SCORING_KEYS: the suites,
+the reference, the submission and everything else the same, which the run key says) runs nothing: the kept
+results.json is scored again from the checks its entries carry (grader.batch.rescore). A dry run
 (`BatchOptions.dry_run`) grades what must be graded in a scratch folder, re-scores in memory, and
 leaves the results folder as it was.
 
@@ -28,9 +30,9 @@ SIGTERM), is stopped: SIGINT to its pytest (which then closes the sandbox), then
 SIGKILL to its process group and to every process that was below it (a worker has a session of its own).
 
 Where the children run is the batch's engine, a parameter of `run_batch`: this machine's pool
-(`grade_here`), or a Dask cluster's workers with `--cluster` (grader.cluster's `on_cluster`, which runs one
-child per task with `grade_one` and hands back a `Graded`); deciding what to grade, and recording how each
-grading went (`record_grading`), are the same for both. The dependency runs one way: grader.cluster uses
+(`grade_here`), or a Dask cluster's workers with `--cluster` (grader.batch.cluster's `on_cluster`, which runs
+one child per task with `grade_one` and hands back a `Graded`); deciding what to grade, and recording how each
+grading went (`record_grading`), are the same for both. The dependency runs one way: grader.batch.cluster uses
 this module, never the reverse.
 """
 
@@ -44,6 +46,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.batch.children import grade_here
+from grader.batch.folders import (
+    Scoring,
+    kept_outcome,
+    note_record,
+    rescore_kept,
+    submission_folder,
+)
 from grader.batch.keys import grading_key, kit_identity, run_identity
 from grader.batch.outcomes import (
     CRASHED,
@@ -55,14 +64,7 @@ from grader.batch.outcomes import (
     Outcome,
     Progress,
 )
-from grader.batch.records import (
-    Scoring,
-    kept_outcome,
-    note_record,
-    rescore_kept,
-    submission_folder,
-)
-from grader.roster import Entry
+from grader.batch.roster import Entry
 
 if TYPE_CHECKING:  # rich is imported only where a progress bar is drawn
     pass

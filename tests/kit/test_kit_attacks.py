@@ -1,7 +1,7 @@
 """The attacker's corpus (issue 12): what a student who wants points tries once the audit hook is gone.
 
 Every attack first switches the worker's audit hook off for real, from inside the submission
-(`HOOK_OFF`: grader.audit's Confinement is reached through sys.modules and gc; its `_check` is patched
+(`HOOK_OFF`: grader.runtime.audit's Confinement is reached through sys.modules and gc; its `_check` is patched
 away and every instance marked busy, so the hook returns at once), because Python's audit hooks are no
 sandbox and the Grading rules must hold without it. `test_the_attacker_can_switch_the_hook_off` shows
 that this works, so that every other attack here is one against the operating-system layers alone.
@@ -38,16 +38,16 @@ from pathlib import Path
 
 import pytest
 
-from grader.deadlines import cpu_time, proc_stat
+from grader.assignment.manifest import Budget
 from grader.expect import call, expect_close
-from grader.grading import grade, kit_manifest
-from grader.isolation import LAYERS_OFF, protect_kit
-from grader.manifest import Budget
-from grader.protocol import CallTimedOut, SubmissionError
+from grader.grading.grade import grade, kit_manifest
 from grader.pytest_plugin import _EchoOutput
-from grader.sandbox import Limits
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox.deadlines import cpu_time, proc_stat
+from grader.sandbox.isolation import LAYERS_OFF, protect_kit
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import sandboxed_student
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
@@ -70,7 +70,7 @@ import sys as _sys
 
 
 def _switch_the_hook_off():
-    audit = _sys.modules.get("grader.audit")
+    audit = _sys.modules.get("grader.runtime.audit")
     if audit is not None:
         audit.Confinement._check = lambda self, event, args: None
     for obj in _gc.get_objects():
@@ -291,7 +291,7 @@ SECRET_FILES = {
     "tests/hidden": lambda: KIT / "tests" / "hidden" / "test_ex08_softmax.py",
     "the kit's own grader/exercises.toml": _installed_manifest,
     "the installed package's grader/exercises.toml": _venv_manifest,
-    "a kit module outside the worker runtime": lambda: KIT / "grader" / "grading.py",
+    "a kit module outside the worker runtime": lambda: KIT / "grader" / "grading" / "grade.py",
     "/etc/passwd": lambda: Path("/etc/passwd"),
     "the grader's /proc/<ppid>/cmdline": lambda: Path(f"/proc/{os.getpid()}/cmdline"),
     "the grader's /proc/<ppid>/environ": lambda: Path(f"/proc/{os.getpid()}/environ"),
@@ -701,9 +701,9 @@ MEMORY_PROBE = """
 import resource, sys, textwrap
 sys.path.insert(0, {kit!r})
 from pathlib import Path
-from grader.sandbox import Limits
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import sandboxed_student
+from grader.runtime.worker import load_module
 ref = load_module(Path({reference!r}), "r")
 student, box = sandboxed_student({source!r}, ref, ref, {exercises!r}, limits=Limits(call_seconds=30.0))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -1074,7 +1074,7 @@ def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref
 WIDE = """
 
 _WIDE = [[]] * 1_300_000  # 4 MB of JSON, about a second of the grader's CPU to decode
-_codec = _sys.modules["grader.codec"].Codec
+_codec = _sys.modules["grader.runtime.codec"].Codec
 _encode, _encoded = _codec.encode, []
 
 

@@ -25,18 +25,16 @@ from pathlib import Path
 import pytest
 
 import grader.batch.children
+import grader.batch.folders
 import grader.batch.keys
 import grader.batch.outcomes
-import grader.batch.records
 from grader import __version__
+from grader.assignment.manifest import Exercise
+from grader.batch.command import batch_title
+from grader.batch.grades import change_text, grade_row, regrade_changes
 from grader.batch.outcomes import Outcome
-from grader.batch_command import batch_title
-from grader.cli import main
-from grader.grades import change_text, grade_row, regrade_changes
-from grader.grading import kit_manifest
-from grader.manifest import Exercise
-from grader.report import histogram_bins, item_analysis, point_biserial, report_html
-from grader.roster import (
+from grader.batch.report import histogram_bins, item_analysis, point_biserial, report_html
+from grader.batch.roster import (
     BatchSourceError,
     Entry,
     Submitter,
@@ -45,7 +43,9 @@ from grader.roster import (
     read_source,
     scan_source,
 )
-from grader.similarity import exercise_code
+from grader.batch.similarity import exercise_code
+from grader.cli import main
+from grader.grading.grade import kit_manifest
 from tests.kit.browser import layout, overflowing, screenshot
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
@@ -845,7 +845,7 @@ def test_results_that_cannot_be_written_make_a_crash_with_the_reason_not_a_lost_
     entry = Entry("ada.py", full_disk / "ada.py")
     options = grader.batch.outcomes.BatchOptions(full_disk / "results")
     completed = {"score": 3.0, "tests": [], "output": "", "extra_data": {"points_possible": 3.0}}
-    outcome = grader.batch.records.record_grading(
+    outcome = grader.batch.folders.record_grading(
         entry,
         "key",
         full_disk / "ada.py-results",
@@ -864,7 +864,7 @@ def test_a_grader_that_could_not_write_its_output_is_a_crash_that_says_so(tmp_pa
     graded = grader.batch.outcomes.Graded(
         None, 120, False, 1.0
     )  # Python's exit when stdout cannot be flushed
-    outcome = grader.batch.records.record_grading(
+    outcome = grader.batch.folders.record_grading(
         Entry("a.py", tmp_path / "a.py"), "k", tmp_path, graded, grader.batch.outcomes.BatchOptions(tmp_path)
     )
     assert outcome.status == "crashed" and "could not write its output (grade.log" in outcome.reason

@@ -24,19 +24,19 @@ from pathlib import Path
 import pytest
 
 import grader.batch.children
+import grader.batch.folders
 import grader.batch.outcomes
-import grader.batch.records
 import grader.batch.run
-from grader import isolation
+from grader.assignment.manifest import Exercise
+from grader.batch.grades import change_text, grade_rows, regrade_changes
 from grader.batch.keys import run_identity
 from grader.batch.outcomes import Outcome
+from grader.batch.report import item_analysis, report_html
+from grader.batch.roster import Entry, Submitter
+from grader.batch.similarity import Pair, write_similarity
+from grader.batch.student_page import student_page_html
 from grader.cli import main
-from grader.grades import change_text, grade_rows, regrade_changes
-from grader.manifest import Exercise
-from grader.report import item_analysis, report_html
-from grader.roster import Entry, Submitter
-from grader.similarity import Pair, write_similarity
-from grader.student_page import student_page_html
+from grader.sandbox import isolation
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
 
@@ -354,7 +354,7 @@ def test_the_batch_takes_its_engine_as_a_parameter_and_imports_no_cluster(tmp_pa
     tree = ast.parse(Path(grader.batch.run.__file__).read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert "grader.cluster" not in imported  # the dependency runs one way: the cluster uses the batch
+    assert "grader.batch.cluster" not in imported  # the dependency runs one way: the cluster uses the batch
     seen: list[list[str]] = []
 
     def engine(root, todo, options, done) -> None:  # a way of grading: here, a fake that records
@@ -363,8 +363,8 @@ def test_the_batch_takes_its_engine_as_a_parameter_and_imports_no_cluster(tmp_pa
             graded = grader.batch.outcomes.Graded(
                 {"score": 1.0, "tests": [], "extra_data": {}}, 0, False, 0.1
             )
-            folder = grader.batch.records.submission_folder(options.results_dir, entry)
-            done(grader.batch.records.record_grading(entry, key, folder, graded, options))
+            folder = grader.batch.folders.submission_folder(options.results_dir, entry)
+            done(grader.batch.folders.record_grading(entry, key, folder, graded, options))
 
     entries = [Entry("a.py", tmp_path / "a.py"), Entry("b.py", tmp_path / "b.py")]
     for entry in entries:

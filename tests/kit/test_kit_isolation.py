@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation, seccomp
-from grader.protocol import CallTimedOut, SubmissionError
-from grader.sandbox import Limits
-from grader.student import Student, sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import isolation, seccomp
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import Student, sandboxed_student
 from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"

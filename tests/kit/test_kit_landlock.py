@@ -1,5 +1,5 @@
-"""Landlock (grader.landlock), for real: a child started with the ruleset enforced between fork and exec
-reads and writes its scratch folder and the standard library, and is refused everything else the kernel's
+"""Landlock (grader.sandbox.landlock), for real: a child started with the ruleset enforced between fork and
+exec reads and writes its scratch folder and the standard library, and is refused everything else the kernel's
 ABI can refuse: other files, TCP, abstract unix sockets, signals out of its domain, links and renames
 across, truncation. Every ABI from 1 to the kernel's is tried, to check the rights are masked to it."""
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import landlock
-from grader.landlock import (
+from grader.sandbox import landlock
+from grader.sandbox.landlock import (
     FS_EXECUTE,
     FS_IOCTL_DEV,
     FS_READ_DIR,
@@ -343,9 +343,9 @@ def test_every_abi_refuses_what_it_knows(world, abi):
 @pytest.mark.skipif(os.geteuid() != 0, reason="setuid to another user needs root")
 def test_as_the_sandbox_confines_a_root_grader(tmp_path):
     """The sandbox's own preexec (namespaces, rlimits, a leased worker uid, NPROC 0, then enforce)."""
-    from grader import isolation
-    from grader.confinement import Confine
-    from grader.sandbox import Limits
+    from grader.sandbox import isolation
+    from grader.sandbox.confinement import Confine
+    from grader.sandbox.sandbox import Limits
 
     lease = isolation.UidLease()
 

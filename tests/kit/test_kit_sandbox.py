@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
-from grader import sandbox as sandbox_module
-from grader.deadlines import cpu_time
-from grader.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
-from grader.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import isolation
+from grader.sandbox import sandbox as sandbox_module
+from grader.sandbox.deadlines import cpu_time
+from grader.sandbox.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError
+from grader.sandbox.student import sandboxed_student
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -203,8 +203,8 @@ def test_a_worker_does_not_outlive_a_grader_that_is_killed(tmp_path):
         "import sys, types\n"
         f"sys.path.insert(0, {str(KIT)!r})\n"
         "from pathlib import Path\n"
-        "from grader.student import sandboxed_student\n"
-        "from grader.worker import load_module\n"
+        "from grader.sandbox.student import sandboxed_student\n"
+        "from grader.runtime.worker import load_module\n"
         f"ref = load_module(Path({str(REFERENCE)!r}), 'r')\n"
         f"src = Path({str(REFERENCE)!r}).read_text()\n"
         "src += '\\ndef softmax(xs):\\n    while True:\\n        pass\\n'\n"
@@ -332,7 +332,7 @@ def test_the_cgroup_quota_bounds_the_usable_cpus(tmp_path):
 
 
 def test_a_pipe_link_refuses_a_message_one_byte_over_its_limit():
-    from grader.worker import PipeLink
+    from grader.runtime.worker import PipeLink
 
     read_end, write_end = os.pipe()
     link = PipeLink(read_end, os.open(os.devnull, os.O_WRONLY), limit=11)
