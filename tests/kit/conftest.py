@@ -23,6 +23,14 @@ from grader.packaging.package import write_autograder
 KIT = Path(__file__).resolve().parents[2]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/kit/golden/ from what the kit renders now (review the diff before committing)",
+    )
+
+
 def entry_points(exercise: int, points: float | None = None) -> tuple[str, str]:
     """An exercise's visible and hidden entries' maxima as outputs print them, split as grading splits
     them by the inventory's counts (with `points`, as if the manifest gave the exercise that many)."""
