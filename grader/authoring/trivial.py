@@ -339,7 +339,7 @@ def _pool(jobs: int) -> contextlib.AbstractContextManager[ProcessPoolExecutor | 
 
 def _check_control(root: Path, ids: Sequence[int], scratch: Path) -> None:
     """The control: the same path with nothing replaced must pass everything, or a 0% proves nothing."""
-    tests = _tests_by_exercise(root)
+    tests = tests_by_exercise(root)
     control = scratch / "control" / REFERENCE.name
     control.parent.mkdir()
     control.write_text(variant_source(_reference_source(root), [], "none"), encoding="utf-8")
@@ -353,7 +353,7 @@ def _check_exercise(task: tuple[Path, Exercise, tuple[str, ...], Path]) -> Trivi
     """Every variant of one exercise, graded (a task of check_trivial: its arguments in one tuple)."""
     root, exercise, variants, scratch = task
     started = time.monotonic()
-    tests = _tests_by_exercise(root)[exercise.id]
+    tests = tests_by_exercise(root)[exercise.id]
     promises = inventory_promises(load_inventory(root))
     source = _reference_source(root)
     outcomes = []
@@ -375,7 +375,7 @@ def _reference_source(root: Path) -> str:
 def passed_checks(root: Path, module: Path, exercises: Sequence[int]) -> dict[int, tuple[str, ...]]:
     """Grade `module` on the tests of `exercises` (both suites, in this process, no sandbox: only for the
     kit's own modules); per exercise, the node ids of the inventory's checks it passed."""
-    tests = _tests_by_exercise(root)
+    tests = tests_by_exercise(root)
     mine = [t for e in exercises for t in tests[e]]
     files = sorted({(SUITES.index(t["suite"]), t["nodeid"].split("::")[0]) for t in mine})
     passed, reported, code = _run(root, [path for _, path in files], module)
@@ -402,7 +402,7 @@ def earned_points(
     return sum(score.score for score in score_exercise(exercise, records, SUITES, promises))
 
 
-def _tests_by_exercise(root: Path) -> dict[int, list[dict]]:
+def tests_by_exercise(root: Path) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for test in load_inventory(root)["tests"]:
         out.setdefault(test["exercise"], []).append(test)

@@ -85,7 +85,7 @@ def grade(
     except KitError as crash:  # intake's compiling process could not be started: the machine's fault
         return _failed(crash, out, time.monotonic() - started)
     try:
-        run = _run(root, submission, inventory, exercises, call_timeout, run_seconds, budget)
+        run = run_checks(root, submission, inventory, exercises, call_timeout, run_seconds, budget)
     except (GradingCrashed, OSError) as crash:
         return _failed(crash, out, time.monotonic() - started)
     records, notes, printed = [], list(intake.notes), ""
@@ -120,7 +120,7 @@ class SuiteRun:
     ended: float | None = None  # time.monotonic() when its run ended
 
 
-def _run(
+def run_checks(
     root: Path,
     submission: Path,
     inventory: dict,

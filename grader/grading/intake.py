@@ -185,7 +185,7 @@ def _walk(root: Path) -> Iterator[tuple[str, str]]:
     while stack:
         folder = stack.pop()
         below: list[str] = []
-        for name, kind in _listing(root / folder, MAX_MEMBERS + 1 - seen):
+        for name, kind in listing(root / folder, MAX_MEMBERS + 1 - seen):
             path = f"{folder}/{name}" if folder else name
             seen += 1
             yield kind, path
@@ -202,7 +202,7 @@ def _walk(root: Path) -> Iterator[tuple[str, str]]:
         stack.extend(reversed(below))
 
 
-def _listing(folder: Path, limit: int) -> list[tuple[str, str]]:
+def listing(folder: Path, limit: int) -> list[tuple[str, str]]:
     """At most `limit` entries of `folder` (name, kind), by name, without its UNREAD_FOLDERS (at most
     one each: they cost no entry); none where it cannot be listed."""
     found = []

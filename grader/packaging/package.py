@@ -156,14 +156,14 @@ def check_packable(root: Path) -> None:
 
 def kit_files(root: Path) -> list[Path]:
     """The kit files the grading reads, relative to `root`."""
-    files = _kit_paths(root)
+    files = kit_paths(root)
     missing = [p for p in files if not (root / p).is_file()]
     if missing:
         raise PackageError(f"{missing[0].as_posix()} is missing from the kit")
     return files
 
 
-def _kit_paths(root: Path) -> list[Path]:
+def kit_paths(root: Path) -> list[Path]:
     files = [MANIFEST, REFERENCE, Path("tests/conftest.py"), INVENTORY]
     files += [Path("grader") / f"{name}.py" for name in shipped_modules(GRADING_MODULES, root / "grader")]
     for suite in SUITES:
@@ -188,7 +188,7 @@ def autograder_behind(root: Path, zip_path: Path) -> Path | None:
         return None
     except (OSError, zipfile.BadZipFile):
         return Path(zip_path.name)  # unreadable: nothing says it is current
-    on_disk = {p.as_posix(): p for p in _kit_paths(root) if (root / p).is_file()}
+    on_disk = {p.as_posix(): p for p in kit_paths(root) if (root / p).is_file()}
     for name in sorted(set(packed) | set(on_disk), key=lambda n: (n not in _FIRST_NAMED, n)):
         if name not in on_disk or name not in packed or (root / on_disk[name]).read_bytes() != packed[name]:
             return Path(name)

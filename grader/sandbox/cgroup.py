@@ -97,11 +97,11 @@ def version() -> int:
     except OSError:
         return 0
     made = kind if (probe / _LIMIT_FILE[kind]).exists() else 0
-    _remove_stale(folder)  # the probe too
+    remove_stale(folder)  # the probe too
     return made
 
 
-def _remove_stale(folder: Path) -> None:
+def remove_stale(folder: Path) -> None:
     """Remove this process's probe, and the empty cgroups of graders of this PID namespace that ended
     (killed before they could close their sandboxes). A grader in another PID namespace cannot be seen
     from here, alive or not: its cgroups are left to it."""

@@ -124,7 +124,7 @@ def machine_layers() -> Layers:
     return Layers(
         uid=root,
         landlock=0 if "landlock" in off else _landlock_abi(),
-        namespaces=root and "namespaces" not in off and _namespaces_allowed(),
+        namespaces=root and "namespaces" not in off and namespaces_allowed(),
         rlimits=_has_rlimits(),
         audit_hook="audit_hook" not in off,
         seccomp="seccomp" not in off and seccomp.available(),
@@ -147,7 +147,7 @@ def _has_rlimits() -> bool:
 
 
 @functools.cache
-def _namespaces_allowed() -> bool:
+def namespaces_allowed() -> bool:
     """Whether unshare(NAMESPACE_FLAGS) works here (root without CAP_SYS_ADMIN, as in Docker, cannot)."""
     unshare = unshare_function()
     if unshare is None:
@@ -289,7 +289,7 @@ def sweep_uid(uid: int, stale_mounts: bool = True) -> None:
     for top in SHARED_WRITABLE:
         if os.path.isdir(top):
             _remove_owned(top, uid)
-    _remove_sysv_ipc(uid)
+    remove_sysv_ipc(uid)
 
 
 def _process_uids() -> set[int]:
@@ -323,7 +323,7 @@ def _remove_owned(folder: str, uid: int) -> None:
             continue
 
 
-def _remove_sysv_ipc(uid: int) -> None:
+def remove_sysv_ipc(uid: int) -> None:
     """Remove the SysV shared memory, semaphores and message queues `uid` owns (outside an IPC namespace
     of its own, they would outlive the worker, and the uid's next worker could read them). Root with
     CAP_SYS_ADMIN removes them itself; a container's root has no CAP_SYS_ADMIN (IPC_RMID gives EPERM), so

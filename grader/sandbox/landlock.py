@@ -110,7 +110,7 @@ class _RulesetAttr(ctypes.Structure):
     ]
 
 
-def _attr_size(abi: int) -> int:
+def attr_size(abi: int) -> int:
     """The struct's size as the ABI knows it (an older kernel takes a longer one only if the rest is 0)."""
     return 24 if abi >= 6 else 16 if abi >= 4 else 8
 
@@ -151,7 +151,7 @@ class Ruleset:
         self.abi = abi
         self.rules = 0
         attr = _RulesetAttr(handled_fs, handled_net, scoped)
-        self._fd = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), _attr_size(abi), 0)
+        self._fd = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), attr_size(abi), 0)
         os.set_inheritable(self._fd, False)  # the kernel sets O_CLOEXEC already; say it, never pass it on
         libc = c_library()
         if libc is None:  # unreachable: the ruleset's syscall above needs libc
@@ -217,10 +217,10 @@ def worker_ruleset(scratch: Path, runtime: Path, read_only: Iterable[str] = ()) 
     abi = abi_version()
     if abi == 0:
         return None
-    return _build(min(abi, KNOWN_ABI), scratch, runtime, read_only)
+    return ruleset_for_abi(min(abi, KNOWN_ABI), scratch, runtime, read_only)
 
 
-def _build(abi: int, scratch: Path, runtime: Path, read_only: Iterable[str]) -> Ruleset:
+def ruleset_for_abi(abi: int, scratch: Path, runtime: Path, read_only: Iterable[str]) -> Ruleset:
     """`worker_ruleset` for a given ABI (at most the kernel's): the tests try every ABI."""
     ruleset = Ruleset(abi, fs_rights(abi), net_rights(abi), scopes(abi))
     try:
@@ -252,7 +252,7 @@ def interpreter_paths() -> tuple[str, ...]:
     paths.add(os.path.realpath(sys.executable))
     mapped = _mapped_files()
     paths |= mapped
-    paths |= _needed_libraries(dynload, mapped)
+    paths |= needed_libraries(dynload, mapped)
     # One rule per tree: a path beneath another one already listed needs none of its own.
     return tuple(sorted(p for p in paths if not any(p.startswith(q + os.sep) for q in paths)))
 
@@ -279,7 +279,7 @@ def _mapped_files() -> set[str]:
     return found
 
 
-def _needed_libraries(dynload: Iterable[str], mapped: Iterable[str]) -> set[str]:
+def needed_libraries(dynload: Iterable[str], mapped: Iterable[str]) -> set[str]:
     """The shared libraries the extension modules in `dynload` need, transitively (DT_NEEDED), looked for
     where the loader would find them: their RUNPATH, the folders of the libraries mapped here, the
     interpreter's LIBDIR and the system's."""
@@ -290,7 +290,7 @@ def _needed_libraries(dynload: Iterable[str], mapped: Iterable[str]) -> set[str]
     todo = [e.path for d in dynload if os.path.isdir(d) for e in os.scandir(d) if e.name.endswith(".so")]
     seen, found = set(todo), set()
     while todo:
-        needed, runpath = _elf_needs(todo.pop())
+        needed, runpath = elf_needs(todo.pop())
         for name in needed:
             for folder in (*runpath, *folders):
                 candidate = os.path.join(folder, name)
@@ -307,7 +307,7 @@ def _needed_libraries(dynload: Iterable[str], mapped: Iterable[str]) -> set[str]
 _DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
 
 
-def _elf_needs(path: str) -> tuple[list[str], list[str]]:
+def elf_needs(path: str) -> tuple[list[str], list[str]]:
     """(DT_NEEDED names, RPATH/RUNPATH folders) of a 64-bit little-endian ELF file; empty if it is not one
     (the kernels this module serves, x86_64 and aarch64, are both)."""
     try:

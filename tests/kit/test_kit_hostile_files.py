@@ -223,7 +223,7 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
     folder = tmp_path / "eve"
     (folder / "hw").mkdir(parents=True)
     (folder / "hw" / "optimization_toolkit.py").write_text(LAB)
-    listing = intake._listing
+    listing = intake.listing
 
     def swapped(where: Path, limit: int):
         found = listing(where, limit)
@@ -232,7 +232,7 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
             (folder / "hw").symlink_to(secret)
         return found
 
-    monkeypatch.setattr(intake, "_listing", swapped)
+    monkeypatch.setattr(intake, "listing", swapped)
     refused = outcome(folder)
     assert refused[0] == "refused" and "could not read 'hw/optimization_toolkit.py'" in refused[1]
     (folder / "hw").unlink()

@@ -360,14 +360,14 @@ def test_the_execution_time_students_see_ends_with_the_visible_run(tmp_path: Pat
     hand), and the field does not see it."""
     import time
 
-    real_run, real_clock = grader.grading.grade._run, time.monotonic
+    real_run, real_clock = grader.grading.grade.run_checks, time.monotonic
 
     def then_an_hour(*args, **kwargs):
         runs = real_run(*args, **kwargs)
         monkeypatch.setattr(time, "monotonic", lambda: real_clock() + 3600.0)
         return runs
 
-    monkeypatch.setattr(grader.grading.grade, "_run", then_an_hour)
+    monkeypatch.setattr(grader.grading.grade, "run_checks", then_an_hour)
     graded = grader.grading.grade.grade(KIT, KIT / REFERENCE, tmp_path / "results.json", exercises=[8])
     assert graded.document["score"] == kit_manifest(KIT).by_id(8).points
     assert graded.document["execution_time"] < 3600

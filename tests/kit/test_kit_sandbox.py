@@ -253,7 +253,7 @@ def test_a_container_that_refuses_a_network_namespace_still_grades(ref, monkeypa
 
     assert isolation.machine_layers().namespaces  # this machine allows them: the probe must see it
     monkeypatch.setattr(isolation, "unshare_function", lambda: refused)
-    isolation._namespaces_allowed.cache_clear()
+    isolation.namespaces_allowed.cache_clear()
     try:
         assert not isolation.machine_layers().namespaces
         student, sandbox = open_student(ref, "")
@@ -262,7 +262,7 @@ def test_a_container_that_refuses_a_network_namespace_still_grades(ref, monkeypa
         finally:
             student.close()
     finally:
-        isolation._namespaces_allowed.cache_clear()
+        isolation.namespaces_allowed.cache_clear()
 
 
 def _refuse_address_space(real_setrlimit):

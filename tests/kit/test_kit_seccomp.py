@@ -626,7 +626,7 @@ def test_a_grader_removes_only_the_stale_cgroups_of_its_own_pid_namespace():
     other.mkdir()
     mine.mkdir()
     try:
-        cgroup._remove_stale(parent)
+        cgroup.remove_stale(parent)
         assert other.exists() and not mine.exists()
     finally:
         for folder in (other, mine):

@@ -75,10 +75,10 @@ def test_a_one_bug_submission_keeps_the_points_of_what_is_right(tmp_path: Path) 
         f"""
         import json
         from pathlib import Path
-        from grader.authoring.trivial import _tests_by_exercise, passed_checks
+        from grader.authoring.trivial import tests_by_exercise, passed_checks
         root = Path({str(KIT)!r})
         passed = passed_checks(root, Path({str(module)!r}), [8, 9, 10])
-        tests = _tests_by_exercise(root)
+        tests = tests_by_exercise(root)
         print(json.dumps({{e: [len(p), len(tests[e])] for e, p in passed.items()}}))
         """
     )
