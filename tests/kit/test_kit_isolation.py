@@ -366,7 +366,8 @@ def test_sysv_ipc_of_a_worker_is_removed_by_a_root_without_cap_sys_admin():
         assert ident >= 0 and ident in sysv_shm_ids()
         sweep = subprocess.run(
             ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
-             sys.executable, "-c", f"from grader import isolation; isolation.remove_sysv_ipc({lease.uid})"],
+             sys.executable, "-c",
+             f"from grader.sandbox import isolation; isolation.remove_sysv_ipc({lease.uid})"],
             cwd=KIT, capture_output=True, text=True,
         )  # fmt: skip
         assert sweep.returncode == 0, sweep.stderr
