@@ -150,7 +150,7 @@ class Kit:
         self.hook = scratch / "hook"
         self.hook.mkdir()
         (self.hook / "sitecustomize.py").write_text(RUSAGE_HOOK)
-        asked = "from grader.isolation import SWITCHABLE; print(*SWITCHABLE)"
+        asked = "from grader.sandbox.isolation import SWITCHABLE; print(*SWITCHABLE)"
         known = subprocess.run(
             [self.python, "-c", asked], cwd=root, capture_output=True, text=True, check=False
         )

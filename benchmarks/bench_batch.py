@@ -29,7 +29,7 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader.grading import kit_manifest  # noqa: E402
+from grader.grading.grade import kit_manifest  # noqa: E402
 
 REFERENCE = (KIT / "solutions" / "optimization_toolkit.py").read_text(encoding="utf-8")
 STUB = (KIT / "student" / "optimization_toolkit.py").read_text(encoding="utf-8")

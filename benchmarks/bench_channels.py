@@ -30,10 +30,10 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader import isolation  # noqa: E402
-from grader.sandbox import Limits  # noqa: E402
-from grader.student import sandboxed_student  # noqa: E402
-from grader.worker import load_module  # noqa: E402
+from grader.runtime.worker import load_module  # noqa: E402
+from grader.sandbox import isolation  # noqa: E402
+from grader.sandbox.limits import Limits  # noqa: E402
+from grader.sandbox.student import sandboxed_student  # noqa: E402
 from tests.kit.channels import CHANNELS  # noqa: E402
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"

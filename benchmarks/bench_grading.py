@@ -4,7 +4,7 @@
 
 - the visible suite against the reference as a student runs it (`python -m pytest` in the handout);
 - visible + hidden against the reference, in-process and through the sandbox (the ratio), run as
-  `grader grade` runs them (grader.suites: no assertion rewriting, bytecode kept), interleaved;
+  `grader grade` runs them (grader.grading.suites: no assertion rewriting, bytecode kept), interleaved;
 - `grader grade` of a submission whose every exercise loops forever (bounded by the call timeout);
 - the grader's peak memory (the test process and its children) for a full grading of the reference.
 Each figure is the median of --repeat runs (default 3) on this machine (the ratio also from the bests).
@@ -37,7 +37,7 @@ def run(args: list[str], env: dict[str, str] | None = None) -> float:
 
 
 def pytest(*extra: str) -> list[str]:
-    """The suites' command as `grader grade` runs it (grader.suites), against the reference."""
+    """The suites' command as `grader grade` runs it (grader.grading.suites), against the reference."""
     submission = f"--submission={KIT / 'solutions' / 'optimization_toolkit.py'}"
     plain = ["-p", "no:cacheprovider", "-p", "no:randomly", "--assert=plain"]
     return [PY, "-m", "pytest", "-q", *plain, submission, *extra]
@@ -68,7 +68,7 @@ def endless_submission(folder: Path) -> Path:
 def student_visible_run(repeat: int) -> float:
     """`python -m pytest` in the unpacked handout with the reference as the submission: the student's run
     (bytecode written as on a student's machine, after one run that writes it)."""
-    from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
+    from grader.packaging.handout import FOLDER, HANDOUT_ZIP, write_handout
 
     with tempfile.TemporaryDirectory() as scratch:
         with zipfile.ZipFile(write_handout(KIT, Path(scratch) / HANDOUT_ZIP)) as handout:
@@ -94,7 +94,7 @@ def main() -> None:
 
     visible = student_visible_run(repeat)
     print(f"visible suite, reference, as a student runs it: {visible:6.2f} s  (target < 1 s, issue 16)")
-    with tempfile.TemporaryDirectory() as cache:  # compiled once, as grader.suites keeps the kit's
+    with tempfile.TemporaryDirectory() as cache:  # compiled once, as grader.grading.suites keeps the kit's
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(PYTHONPYCACHEPREFIX=cache, PYTHONHASHSEED="0")
         run(pytest(*suites), env)

@@ -22,7 +22,7 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader import landlock  # noqa: E402  (the kit's own tree, not an installed copy)
+from grader.sandbox import landlock  # noqa: E402  (the kit's own tree, not an installed copy
 
 INTERPRETER = os.path.realpath(sys.executable)
 

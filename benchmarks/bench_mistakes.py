@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader.mistakes import (
+from grader.authoring.mistakes import (
     grade_corpus,
     grade_mistake,
     reach,

@@ -21,8 +21,8 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader.handout import HANDOUT_ZIP, write_handout  # noqa: E402
-from grader.package import write_autograder  # noqa: E402
+from grader.packaging.handout import HANDOUT_ZIP, write_handout  # noqa: E402
+from grader.packaging.package import write_autograder  # noqa: E402
 
 SUBMISSIONS = {
     "reference": KIT / "solutions" / "optimization_toolkit.py",

@@ -19,8 +19,8 @@ sys.path[:0] = [str(KIT), str(KIT / "tests" / "kit")]
 from otter_comparison import SUBMISSIONS, grader_document, page_differences, rehearsed  # noqa: E402
 from test_kit_otter import otter_page  # noqa: E402
 
-from grader.package import write_autograder  # noqa: E402
-from grader.scoring import points_text  # noqa: E402
+from grader.assignment.scoring import points_text  # noqa: E402
+from grader.packaging.package import write_autograder  # noqa: E402
 
 
 def show(which: str, shown: dict, previewed: dict) -> None:

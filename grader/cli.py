@@ -4,8 +4,8 @@ Exit codes: 0 done, 1 a check failed (a stale tree), 2 bad input (one line on st
 3 the grading failed (`grader grade`: its results.json says why, and says it is no score).
 
 Text a submission controls (what it printed, file and folder names, statuses and reasons, export names)
-reaches the terminal only through `_say` (grader.untrusted.Terminal): escaped, what a submission printed
-marked line by line; the first time anything was escaped, a line says so.
+reaches the terminal only through `_say` (grader.grading.untrusted.Terminal): escaped, what a submission
+printed marked line by line; the first time anything was escaped, a line says so.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from grader.assignment.scoring import points_text
 from grader.errors import KitError
-from grader.grading import GRADING_FAILED, SUBMISSION_SECONDS, Graded, grade
-from grader.isolation import hide_command_line, machine_layers, privately
+from grader.grading.grade import GRADING_FAILED, SUBMISSION_SECONDS, Graded, grade
+from grader.grading.intake import privately
+from grader.grading.untrusted import Terminal
 from grader.layout import MANIFEST, find_root, installed_root
-from grader.scoring import points_text
-from grader.untrusted import Terminal
+from grader.sandbox.isolation import hide_command_line, machine_layers
 
 if TYPE_CHECKING:
     pass
@@ -108,7 +109,7 @@ _SHARE = number(float, 0, 1, above=True)
 def build_parser() -> argparse.ArgumentParser:
     """The parser; each subcommand sets `run(args, root) -> exit code`. Every option's help says its
     default."""
-    from grader.sandbox import Limits  # the per-call bound's default, said once
+    from grader.sandbox.sandbox import Limits  # the per-call bound's default, said once
 
     # --root is accepted before or after the subcommand
     root_option = _Parser(add_help=False)
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check only exercise N (repeatable; default: every exercise)",
     )  # fmt: skip
     validate_command.add_argument(
-        "--no-trivial", action="store_true", help="skip the trivial-answer check (grader.trivial)"
+        "--no-trivial", action="store_true", help="skip the trivial-answer check (grader.authoring.trivial)"
     )
     validate_command.set_defaults(run=_run_validate)
 
@@ -239,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_build(args: argparse.Namespace, root: Path) -> int:
-    from grader.build import build
+    from grader.authoring.build import build
 
     report = build(root, check=args.check)
     if args.check:
@@ -258,15 +259,15 @@ def _run_build(args: argparse.Namespace, root: Path) -> int:
 
 def _note_stale_autograder(root: Path) -> None:
     """Say when dist/autograder.zip no longer grades with the kit as it is (Gradescope keeps the old)."""
-    from grader.package import stale_autograder_note
+    from grader.packaging.package import stale_autograder_note
 
     if note := stale_autograder_note(root):
         print(f"{PROG}: {note}")
 
 
 def _run_validate(args: argparse.Namespace, root: Path) -> int:
-    from grader.build import stale_problem
-    from grader.validate import report_rows, validate
+    from grader.authoring.build import stale_problem
+    from grader.authoring.validate import report_rows, validate
 
     if problem := stale_problem(root):
         return _fail(problem)
@@ -284,10 +285,10 @@ def _validate_trivial(root: Path, exercises: Sequence[int] | None) -> set[str]:
     """Grade the trivial answers of `exercises` (default: all), print them; the exercises over the bar."""
     import time
 
-    from grader.grading import only_exercises
-    from grader.inventory import load_inventory
-    from grader.trivial import MAX_SHARE, check_trivial, report_rows
-    from grader.validate import validated_manifest
+    from grader.assignment.inventory import load_inventory
+    from grader.authoring.trivial import MAX_SHARE, check_trivial, report_rows
+    from grader.authoring.validate import validated_manifest
+    from grader.grading.grade import only_exercises
 
     manifest = validated_manifest(root)
     if exercises:
@@ -355,7 +356,7 @@ def _run_grade(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_batch(args: argparse.Namespace, root: Path) -> int:
-    from grader.batch_command import BatchRequest, run_batch_command
+    from grader.batch.command import BatchRequest, run_batch_command
 
     request = BatchRequest(
         args.source, args.output, args.jobs, args.force, args.call_timeout, tuple(args.exercise or ()),
@@ -367,10 +368,10 @@ def _run_batch(args: argparse.Namespace, root: Path) -> int:
 def _run_similarity(args: argparse.Namespace, root: Path) -> int:
     import time
 
-    from grader.batch_command import batch_title, stub_text
-    from grader.grading import kit_manifest
-    from grader.roster import scan_source
-    from grader.similarity import compare, write_similarity
+    from grader.batch.command import batch_title, stub_text
+    from grader.batch.roster import scan_source
+    from grader.batch.similarity import compare, write_similarity
+    from grader.grading.grade import kit_manifest
 
     if not args.source.exists():
         return _fail(f"{args.source}: no such folder or zip (give a folder of submissions or an export zip)")
@@ -392,8 +393,8 @@ def _run_similarity(args: argparse.Namespace, root: Path) -> int:
 
 
 def _run_package(args: argparse.Namespace, root: Path) -> int:
-    from grader.handout import HANDOUT_ZIP, handout_leaks, write_handout
-    from grader.package import AUTOGRADER_ZIP, autograder_behind, write_autograder
+    from grader.packaging.handout import HANDOUT_ZIP, handout_leaks, write_handout
+    from grader.packaging.package import AUTOGRADER_ZIP, autograder_behind, write_autograder
 
     earlier = args.output / AUTOGRADER_ZIP
     changed = autograder_behind(root, earlier) if earlier.is_file() else None

@@ -17,7 +17,7 @@ slip fails that promise alone while expect_equal and expect_close still accept i
 
 `expect_pinned` is for a property that a trivial answer satisfies too (a constant, zeros, the uniform
 vector, the input unchanged): it pins the answer on fixed, non-degenerate inputs against the reference,
-so the property's test earns nothing for code that does no work (grader.trivial measures this).
+so the property's test earns nothing for code that does no work (grader.authoring.trivial measures this).
 
 In `call`, a string argument that reads ``random.Random(...)`` stands for that seeded generator (a test
 cannot recover the seed from the object): it prints as code, ``random.Random(0)``, not as a string.

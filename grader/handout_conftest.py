@@ -1,4 +1,6 @@
-"""The handout's own conftest.py (shipped at the handout folder's root): the lab's pytest.ini is read
+"""The handout's own conftest.py: the lab's pytest.ini, read from any folder.
+
+The handout's own conftest.py (shipped at the handout folder's root): the lab's pytest.ini is read
 whichever folder `python -m pytest` runs from and whichever form `--submission` takes.
 
 pytest picks its configuration file from the command's paths before any plugin has said that

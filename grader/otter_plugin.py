@@ -3,7 +3,7 @@
 Otter would run a submission in an IPython kernel (as root on Gradescope) beside its own tests, after
 loading any log file it finds with dill. This plugin stops all of it and grades as `grader grade` does:
 - `before_grading` removes the copy of the kit that Otter put beside the submission (its support files
-  go there), takes the submission out of Otter's sight (grader.otter_submission: only the module is
+  go there), takes the submission out of Otter's sight (grader.grading.otter_submission: only the module is
   kept, where only root reads it; Otter's folder is left empty of submitted files, so there is no log
   to load), and stops Otter from starting its kernel at all: for this grading, the function Otter's
   Python runner calls to execute the notebook is one that only runs the plugins' `after_grading`;
@@ -34,12 +34,12 @@ from otter.plugins import AbstractOtterPlugin
 from otter.test_files import GradingResults, TestCase, TestCaseResult
 from otter.test_files.ottr_test import OttrTestFile  # a test file Otter only reports, never runs
 
-from grader.grading import kit_manifest
-from grader.isolation import remove_tree
+from grader.assignment.manifest import Exercise
+from grader.grading.grade import kit_manifest
+from grader.grading.otter_submission import take_submission
+from grader.grading.results import unscored_document
 from grader.layout import MANIFEST, ZIP_KIT
-from grader.manifest import Exercise
-from grader.otter_submission import take_submission
-from grader.results import unscored_document
+from grader.sandbox.isolation import remove_tree
 
 OTTER_RUNNER = "otter.run.run_autograder.runners.python_runner"  # calls grade_notebook after before_grading
 GRADE_SECONDS = 480.0  # the suites' own bound; within Gradescope's default 10 minutes with Otter's start
@@ -50,7 +50,7 @@ class KitGrading(AbstractOtterPlugin):
     """Grade with the kit's sandbox and suites instead of Otter's kernel."""
 
     autograder_dir: Path | None = None
-    graded: Path | None = None  # what grader grade grades: the kept module (grader.otter_submission)
+    graded: Path | None = None  # what grader grade grades: the kept module (grader.grading.otter_submission)
 
     def before_grading(self, config) -> None:
         self.autograder_dir = Path(config.autograder_dir).resolve()
@@ -145,7 +145,7 @@ def fill_results(results: GradingResults, document: dict, exercises: tuple[Exerc
     results.clear_results()
     results.set_output(document.get("output", ""))
     tests = document.get("tests", [])
-    # an exercise's score as the total counts it (the gate on visible points included: grader.results)
+    # an exercise's score as the total counts it (the gate on visible points included: grader.grading.results)
     counted = {e.get("id"): e.get("score") for e in document.get("extra_data", {}).get("exercises", [])}
     for exercise in exercises:
         entries = [t for t in tests if t.get("extra_data", {}).get("exercise") == exercise.id]

@@ -3,7 +3,7 @@ hypothesis profiles. The same plugin serves a student's local run, the kit's CI 
 
 - ``--submission PATH``: the module under test (a .py file, or a folder holding optimization_toolkit.py).
   Default: ``optimization_toolkit.py`` beside the tests (the handout), else the kit's reference.
-- ``student``: calls the submission through the codec (see grader.student); a fresh worker per suite,
+- ``student``: calls the submission through the codec (see grader.sandbox.student); a fresh worker per suite,
   started at the suite's first test and closed when it ends (the two suites never share a worker, its
   module state or its budgets). ``--hold-calls-fd N``: no call before descriptor N reads as closed
   (grading runs the hidden suite beside the visible one, its first call after the visible one ends).
@@ -11,8 +11,8 @@ hypothesis profiles. The same plugin serves a student's local run, the kit's CI 
   It refuses exercise functions, so a test cannot take an expected value from the reference by accident.
 - ``reference``: the whole reference module, for hidden tests only (it is not in the handout).
 - Every test under tests/visible or tests/hidden carries exactly one ``@pytest.mark.exercise(N)``, and
-  at most one ``@pytest.mark.promise(ID)``: the promise of tests/promises it checks (grader.promises; a
-  kit test asks every test of an annotated exercise for one).
+  at most one ``@pytest.mark.promise(ID)``: the promise of tests/promises it checks
+  (grader.assignment.promises; a kit test asks every test of an annotated exercise for one).
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from grader.intake import IntakeError, Submission, read_submission
-from grader.isolation import protect_kit
-from grader.layout import LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT, SUITES
-from grader.local import (
+from grader.grading.intake import IntakeError, Submission, read_submission
+from grader.grading.local import (
     EXERCISES_FILE,
     NOT_CALLED,
     NOT_IMPORTED,
@@ -45,10 +43,12 @@ from grader.local import (
     failure_text,
     load_exercises,
 )
-from grader.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
-from grader.student import Student, in_process_student, sandboxed_student, unanswerable_student
-from grader.untrusted import ESCAPED_NOTE, PrintedLines, printable
-from grader.worker import load_module
+from grader.grading.untrusted import ESCAPED_NOTE, PrintedLines, printable
+from grader.layout import LAB_STUBS, MANIFEST, MODULE_FILE, REFERENCE, STUDENT, SUITES
+from grader.runtime.worker import load_module
+from grader.sandbox.isolation import protect_kit
+from grader.sandbox.sandbox import NO_SANDBOX, SANDBOX_AVAILABLE, Limits, Sandbox, SandboxError
+from grader.sandbox.student import Student, in_process_student, sandboxed_student, unanswerable_student
 
 # Grading must give the same submission the same results: fixed seeds, no example database, no clock.
 settings.register_profile(
@@ -219,12 +219,12 @@ class OptLab:
         return student
 
     def _domain_observer(self) -> Callable[[str, tuple, dict], set[str]]:
-        """What --record-calls records of a call: the declared domain features (grader.domain, as the
-        inventory stores them) its arguments have, bound to the reference's parameters."""
+        """What --record-calls records of a call: the declared domain features (grader.assignment.domain, as
+        the inventory stores them) its arguments have, bound to the reference's parameters."""
         import inspect
 
-        from grader.domain import drawn
-        from grader.inventory import stored_domains
+        from grader.assignment.domain import drawn
+        from grader.assignment.inventory import stored_domains
 
         domains: dict[str, list] = {}
         for domain in stored_domains(_root(self.config)):
@@ -314,7 +314,8 @@ class OptLab:
 
 def _limits(config: pytest.Config, manifest) -> Limits:
     """The workers' limits: the call's from --call-timeout, the budgets from the options, else the
-    manifest's [budget] (grader.manifest.Budget), else Limits' own (a student's run: no manifest)."""
+    manifest's [budget] (grader.assignment.manifest.Budget), else Limits' own (a student's run: no
+    manifest)."""
     budget = manifest.budget if manifest is not None else None
     run = config.getoption("suite_cpu_seconds", None)
     exercise = config.getoption("exercise_cpu_seconds", None)
@@ -328,7 +329,8 @@ def _limits(config: pytest.Config, manifest) -> Limits:
 class _EchoOutput:
     """The sandbox as the Student's link, which after each call writes what the worker printed during
     it to this process's stdout: pytest shows it under a failing test (or at once with -s), escaped and
-    every line marked (grader.untrusted.PrintedLines), so none of it passes for the grader's verdict."""
+    every line marked (grader.grading.untrusted.PrintedLines), so none of it passes for the grader's
+    verdict."""
 
     def __init__(self, sandbox):
         self.sandbox = sandbox
@@ -344,7 +346,7 @@ class _EchoOutput:
             self._echo()
 
     def settled(self) -> None:
-        self.sandbox.settled()  # the grader's work on the answer is the call's time (grader.sandbox)
+        self.sandbox.settled()  # the grader's work on the answer is the call's time (grader.sandbox.sandbox)
 
     def close(self) -> None:
         if self._handle is not None:
@@ -402,12 +404,12 @@ def _submission_path(option: str | None, root: Path) -> Path:
 
 
 def _kit_manifest(manifest_path: Path, reference_path: Path | None):
-    """The kit's manifest (grader.manifest.Manifest), checked against the reference; None in a student's
-    own run (neither is there)."""
+    """The kit's manifest (grader.assignment.manifest.Manifest), checked against the reference; None in a
+    student's own run (neither is there)."""
     if not manifest_path.is_file() or reference_path is None:
         return None
-    from grader.manifest import load_manifest
-    from grader.reference import read_reference
+    from grader.assignment.manifest import load_manifest
+    from grader.assignment.reference import read_reference
 
     return load_manifest(manifest_path, read_reference(reference_path, str(reference_path)))
 
@@ -423,8 +425,8 @@ def _contract(root: Path, reference_path: Path | None, exercise_of: dict[str, in
     derived from the reference given; None without a reference (a student's own run)."""
     if reference_path is None:
         return None
-    from grader.contract import derive_contract
-    from grader.inventory import stored_contract
+    from grader.assignment.contract import derive_contract
+    from grader.assignment.inventory import stored_contract
 
     if reference_path.resolve() == (root / REFERENCE).resolve() and (stored := stored_contract(root)):
         return stored

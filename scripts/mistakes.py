@@ -31,7 +31,8 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
-from grader.mistakes import (  # noqa: E402
+from grader.assignment.scoring import points_text  # noqa: E402
+from grader.authoring.mistakes import (  # noqa: E402
     CORE_KEEPS,
     CORPUS,
     HALF,
@@ -44,7 +45,6 @@ from grader.mistakes import (  # noqa: E402
     read_kit_corpus,
     recorded_calls,
 )
-from grader.scoring import points_text  # noqa: E402
 
 
 def main() -> int:

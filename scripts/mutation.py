@@ -26,9 +26,9 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(KIT))
 
+from grader.assignment.manifest import Exercise, load_manifest  # noqa: E402
+from grader.assignment.reference import read_reference  # noqa: E402
 from grader.layout import MANIFEST, REFERENCE  # noqa: E402
-from grader.manifest import Exercise, load_manifest  # noqa: E402
-from grader.reference import read_reference  # noqa: E402
 
 MUTANT = Path("mutant/optimization_toolkit.py")
 

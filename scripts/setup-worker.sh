@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare this machine for sandboxed grading as root (Gradescope, the Docker image, CI): let the worker
-# uids (numeric, from grader.isolation's pool: no user accounts) reach the Python interpreter and its
+# uids (numeric, from grader.sandbox.isolation's pool: no user accounts) reach the Python interpreter and its
 # standard library: add the search bit (o+x, traverse only, never read or list) to every folder above
 # them that lacks it (/root is 0700).
 # Usage: scripts/setup-worker.sh [PYTHON]   (default: python3 on PATH). Idempotent. Needs root.

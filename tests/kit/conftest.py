@@ -15,12 +15,20 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.records import TestRecord
+from grader.grading.suites import run_suites
 from grader.layout import REFERENCE, SUITES
-from grader.package import write_autograder
-from grader.records import TestRecord
-from grader.suites import run_suites
+from grader.packaging.package import write_autograder
 
 KIT = Path(__file__).resolve().parents[2]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/kit/golden/ from what the kit renders now (review the diff before committing)",
+    )
 
 
 def entry_points(exercise: int, points: float | None = None) -> tuple[str, str]:
@@ -28,8 +36,8 @@ def entry_points(exercise: int, points: float | None = None) -> tuple[str, str]:
     them by the inventory's counts (with `points`, as if the manifest gave the exercise that many)."""
     from dataclasses import replace
 
-    from grader.grading import kit_manifest
-    from grader.scoring import points_text, split_points
+    from grader.assignment.scoring import points_text, split_points
+    from grader.grading.grade import kit_manifest
 
     found = kit_manifest(KIT).by_id(exercise)
     found = found if points is None else replace(found, points=points)

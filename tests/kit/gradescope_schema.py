@@ -69,7 +69,8 @@ def problems(path: Path, kit: bool = True) -> list[str]:
             out.append(f"{where}: bad output_format")
     if tests and isinstance(doc.get("score"), int | float):
         # Gradescope's top-level score overrides the tests' sum: the kit's is that sum less the visible
-        # points the gate took, which each hidden entry states (grader.results: never on the visible page)
+        # points the gate took, which each hidden entry states (grader.grading.results: never on the visible
+        # page)
         total = sum(t.get("score", 0) for t in tests if isinstance(t, dict))
         total -= sum(_gated(t) for t in tests if isinstance(t, dict))
         if not math.isclose(total, doc["score"], abs_tol=1e-6):

@@ -1,7 +1,7 @@
 """The attacker's corpus (issue 12): what a student who wants points tries once the audit hook is gone.
 
 Every attack first switches the worker's audit hook off for real, from inside the submission
-(`HOOK_OFF`: grader.audit's Confinement is reached through sys.modules and gc; its `_check` is patched
+(`HOOK_OFF`: grader.runtime.audit's Confinement is reached through sys.modules and gc; its `_check` is patched
 away and every instance marked busy, so the hook returns at once), because Python's audit hooks are no
 sandbox and the Grading rules must hold without it. `test_the_attacker_can_switch_the_hook_off` shows
 that this works, so that every other attack here is one against the operating-system layers alone.
@@ -38,16 +38,16 @@ from pathlib import Path
 
 import pytest
 
-from grader.deadlines import cpu_time, proc_stat
+from grader.assignment.manifest import Budget
 from grader.expect import call, expect_close
-from grader.grading import grade, kit_manifest
-from grader.isolation import LAYERS_OFF, protect_kit
-from grader.manifest import Budget
-from grader.protocol import CallTimedOut, SubmissionError
+from grader.grading.grade import grade, kit_manifest
 from grader.pytest_plugin import _EchoOutput
-from grader.sandbox import Limits
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox.deadlines import cpu_time, proc_stat
+from grader.sandbox.isolation import LAYERS_OFF, protect_kit
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import sandboxed_student
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
@@ -70,7 +70,7 @@ import sys as _sys
 
 
 def _switch_the_hook_off():
-    audit = _sys.modules.get("grader.audit")
+    audit = _sys.modules.get("grader.runtime.audit")
     if audit is not None:
         audit.Confinement._check = lambda self, event, args: None
     for obj in _gc.get_objects():
@@ -291,7 +291,7 @@ SECRET_FILES = {
     "tests/hidden": lambda: KIT / "tests" / "hidden" / "test_ex08_softmax.py",
     "the kit's own grader/exercises.toml": _installed_manifest,
     "the installed package's grader/exercises.toml": _venv_manifest,
-    "a kit module outside the worker runtime": lambda: KIT / "grader" / "grading.py",
+    "a kit module outside the worker runtime": lambda: KIT / "grader" / "grading" / "grade.py",
     "/etc/passwd": lambda: Path("/etc/passwd"),
     "the grader's /proc/<ppid>/cmdline": lambda: Path(f"/proc/{os.getpid()}/cmdline"),
     "the grader's /proc/<ppid>/environ": lambda: Path(f"/proc/{os.getpid()}/environ"),
@@ -425,7 +425,7 @@ def two_workers(ref) -> Iterator[tuple]:
     """Two submissions graded at the same time: A attacks, B is honest and holds a secret."""
     with worker(ref, NEIGHBOUR) as (a, box_a), worker(ref, f"\nMY_SECRET = {SECRET_OF_B!r}\n") as (b, box_b):
         assert a.softmax([0.0, 0.0]) == b.softmax([0.0, 0.0]) == [0.5, 0.5]  # both running
-        yield a, b, box_b, box_b._process.pid
+        yield a, b, box_b, box_b.worker_pid
 
 
 @as_root
@@ -701,9 +701,9 @@ MEMORY_PROBE = """
 import resource, sys, textwrap
 sys.path.insert(0, {kit!r})
 from pathlib import Path
-from grader.sandbox import Limits
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import sandboxed_student
+from grader.runtime.worker import load_module
 ref = load_module(Path({reference!r}), "r")
 student, box = sandboxed_student({source!r}, ref, ref, {exercises!r}, limits=Limits(call_seconds=30.0))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -837,7 +837,7 @@ def test_the_reference_answers_nothing_between_the_calls_that_may_ask_it(asking)
 @pytest.mark.parametrize("attack", ["garbage", "oversize"])
 def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_afresh(ref, asking, attack):
     student, box = asking
-    first = box.reference.sandbox._process.pid
+    first = box.reference.sandbox.worker_pid
     assert student.softmax(f"{attack}:") == "b''"  # the reference's worker ended: its pipe closed
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     # The next call that may ask finds it ended (or, if it is still ending, fails and says so)...
@@ -845,12 +845,12 @@ def test_a_message_the_reference_cannot_read_ends_it_and_the_next_call_starts_af
         student.sft_grad(policy, data)
     # ...and the one after has a new submission worker and a new reference worker.
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)
-    assert box.reference.sandbox._process.pid != first
+    assert box.reference.sandbox.worker_pid != first
 
 
 def test_the_submission_cannot_reach_the_reference_workers_process(ref, asking):
     student, box = asking
-    answering = box.reference.sandbox._process.pid
+    answering = box.reference.sandbox.worker_pid
     assert student.softmax(f"reach:{answering}") == []
     policy, data = ref.TabPolicy(), [(0, (1, 2))]
     assert student.sft_grad(policy, data) == ref.sft_grad(policy, data)  # not stopped: it still answers
@@ -869,7 +869,7 @@ def test_a_reference_that_ended_during_a_call_is_started_afresh_with_its_worker(
 
 def test_a_reference_kept_busy_costs_the_call_its_deadline_and_no_more(ref, asking):
     student, box = asking
-    first = box.reference.sandbox._process.pid
+    first = box.reference.sandbox.worker_pid
     g = [[[0.0] * 3 for _ in range(2)] for _ in range(3)]
     with bounded(4 * LIMITS.call_seconds + 4), pytest.raises(CallTimedOut):
         student.add_score(g, ref.TabPolicy(), 0, 0, 1, "busy:")
@@ -1048,7 +1048,7 @@ def test_a_reference_request_left_unread_stops_computing_when_its_call_ends(ref)
     attacker). It now stops when its call ends."""
     with deadlines_worker(ref) as (student, box):
         assert student.demo("leave") == "POSTED"
-        answering = box.reference.sandbox._process.pid
+        answering = box.reference.sandbox.worker_pid
         at_return = _running(answering) or 0.0
         time.sleep(3)  # not a bound: what a reference still computing would gain meanwhile
         after = _running(answering)
@@ -1074,7 +1074,7 @@ def test_the_reference_runs_no_function_an_argument_names_off_the_call_graph(ref
 WIDE = """
 
 _WIDE = [[]] * 1_300_000  # 4 MB of JSON, about a second of the grader's CPU to decode
-_codec = _sys.modules["grader.codec"].Codec
+_codec = _sys.modules["grader.runtime.codec"].Codec
 _encode, _encoded = _codec.encode, []
 
 

@@ -24,16 +24,17 @@ from pathlib import Path
 
 import pytest
 
-import grader.batch
+import grader.batch.children
+import grader.batch.folders
+import grader.batch.keys
+import grader.batch.outcomes
 from grader import __version__
-from grader.batch import Outcome
-from grader.batch_command import batch_title
-from grader.cli import main
-from grader.grades import change_text, grade_row, regrade_changes
-from grader.grading import kit_manifest
-from grader.manifest import Exercise
-from grader.report import histogram_bins, item_analysis, point_biserial, report_html
-from grader.roster import (
+from grader.assignment.manifest import Exercise
+from grader.batch.command import batch_title
+from grader.batch.grades import change_text, grade_row, regrade_changes
+from grader.batch.outcomes import Outcome
+from grader.batch.report import histogram_bins, item_analysis, point_biserial, report_html
+from grader.batch.roster import (
     BatchSourceError,
     Entry,
     Submitter,
@@ -42,7 +43,9 @@ from grader.roster import (
     read_source,
     scan_source,
 )
-from grader.similarity import exercise_code
+from grader.batch.similarity import exercise_code
+from grader.cli import main
+from grader.grading.grade import kit_manifest
 from tests.kit.browser import layout, overflowing, screenshot
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
@@ -152,7 +155,7 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
     wrapper.write_text(CRASHING_GRADER, encoding="utf-8")
     grades = top / "grades.csv"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+        patch.setattr(grader.batch.children, "GRADER", (sys.executable, str(wrapper)))
         code, out, err = batch(
             str(source), "-o", str(grades), "-j", "2", *SELECTION,
             "--call-timeout", "120", "--timeout", str(HANG_BOUND),
@@ -324,7 +327,7 @@ def test_ctrl_c_stops_every_child_and_keeps_what_finished(tmp_path: Path) -> Non
     while not kept.exists() and time.monotonic() < deadline and run.poll() is None:
         time.sleep(0.1)
     run.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C would
-    out, err = run.communicate(timeout=grader.batch.GRACE_SECONDS + 30)
+    out, err = run.communicate(timeout=grader.batch.outcomes.GRACE_SECONDS + 30)
     assert run.returncode == 130 and "interrupted after 1 of 2 gradings" in err
     assert json.loads(kept.read_text())["status"] == "completed"
     spin = tmp_path / "grades-results" / "spin.py"
@@ -476,7 +479,7 @@ def test_the_content_hash_follows_the_bytes_not_the_metadata(tmp_path: Path) -> 
 
 def test_sigterm_stops_a_batch_as_ctrl_c_does() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), grader.batch.stoppable():
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), grader.batch.children.stoppable():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert signal.getsignal(signal.SIGTERM) is before
@@ -485,15 +488,15 @@ def test_sigterm_stops_a_batch_as_ctrl_c_does() -> None:
 def test_the_grading_key_follows_the_kit_the_selection_and_the_call_timeout(tmp_path: Path) -> None:
     (tmp_path / "ada.py").write_text(REFERENCE, encoding="utf-8")
     entry = Entry("ada.py", tmp_path / "ada.py")
-    options = grader.batch.BatchOptions(tmp_path / "results", exercises=(8,))
-    key = grader.batch.grading_key(entry, grader.batch.kit_identity(KIT, options))
-    assert key == grader.batch.grading_key(entry, grader.batch.kit_identity(KIT, options))
+    options = grader.batch.outcomes.BatchOptions(tmp_path / "results", exercises=(8,))
+    key = grader.batch.keys.grading_key(entry, grader.batch.keys.kit_identity(KIT, options))
+    assert key == grader.batch.keys.grading_key(entry, grader.batch.keys.kit_identity(KIT, options))
     for changed in ({"exercises": (8, 12)}, {"call_timeout": 2.0}):
-        other = grader.batch.kit_identity(KIT, dataclasses.replace(options, **changed))
-        assert grader.batch.grading_key(entry, other) != key
-    kit = grader.batch.kit_identity(KIT, options)
-    assert grader.batch.grading_key(entry, dict(kit, kit_version="0.0.0")) != key
-    assert grader.batch.grading_key(entry, dict(kit, inventory="0" * 64)) != key
+        other = grader.batch.keys.kit_identity(KIT, dataclasses.replace(options, **changed))
+        assert grader.batch.keys.grading_key(entry, other) != key
+    kit = grader.batch.keys.kit_identity(KIT, options)
+    assert grader.batch.keys.grading_key(entry, dict(kit, kit_version="0.0.0")) != key
+    assert grader.batch.keys.grading_key(entry, dict(kit, inventory="0" * 64)) != key
     assert set(kit) >= {"kit_version", "inventory", "manifest", "reference"}
 
 
@@ -630,7 +633,7 @@ def test_a_regrade_lists_whose_grade_changes_and_which_entries() -> None:
 
 
 def test_a_csv_cell_never_starts_a_formula() -> None:
-    outcome = grader.batch.Outcome(
+    outcome = grader.batch.outcomes.Outcome(
         Entry("=cmd.py", Path("/x"), (Submitter("@SUM(A1)", "-1", "+2"),)), "completed", "", {"score": 0}, 1.0
     )
     row = grade_row(outcome, [])
@@ -791,7 +794,7 @@ def test_a_neighbours_full_disk_is_a_crash_graded_again_never_a_completed_zero(
     wrapper = tmp_path / "full_disk_grader.py"
     wrapper.write_text(FULL_DISK_GRADER, encoding="utf-8")
     (tmp_path / "tried").mkdir()
-    monkeypatch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+    monkeypatch.setattr(grader.batch.children, "GRADER", (sys.executable, str(wrapper)))
     monkeypatch.setenv("OPTLAB_TEST_FULL_DISK", str(full_disk))
     monkeypatch.setenv("OPTLAB_TEST_TRIED", str(tmp_path / "tried"))
     grades = tmp_path / "grades.csv"
@@ -840,10 +843,14 @@ def rows_of(grades: Path) -> dict[str, dict[str, str]]:
 
 def test_results_that_cannot_be_written_make_a_crash_with_the_reason_not_a_lost_row(full_disk: Path) -> None:
     entry = Entry("ada.py", full_disk / "ada.py")
-    options = grader.batch.BatchOptions(full_disk / "results")
+    options = grader.batch.outcomes.BatchOptions(full_disk / "results")
     completed = {"score": 3.0, "tests": [], "output": "", "extra_data": {"points_possible": 3.0}}
-    outcome = grader.batch.record_grading(
-        entry, "key", full_disk / "ada.py-results", grader.batch.Graded(completed, 0, False, 1.0), options
+    outcome = grader.batch.folders.record_grading(
+        entry,
+        "key",
+        full_disk / "ada.py-results",
+        grader.batch.outcomes.Graded(completed, 0, False, 1.0),
+        options,
     )
     assert outcome.status == "crashed" and "No space left on device" in outcome.reason, outcome.reason
     assert "could not be written" in outcome.grading_status
@@ -854,9 +861,11 @@ def test_results_that_cannot_be_written_make_a_crash_with_the_reason_not_a_lost_
 
 def test_a_grader_that_could_not_write_its_output_is_a_crash_that_says_so(tmp_path: Path) -> None:
     (tmp_path / "grade.log").write_bytes(b"")
-    graded = grader.batch.Graded(None, 120, False, 1.0)  # Python's exit when stdout cannot be flushed
-    outcome = grader.batch.record_grading(
-        Entry("a.py", tmp_path / "a.py"), "k", tmp_path, graded, grader.batch.BatchOptions(tmp_path)
+    graded = grader.batch.outcomes.Graded(
+        None, 120, False, 1.0
+    )  # Python's exit when stdout cannot be flushed
+    outcome = grader.batch.folders.record_grading(
+        Entry("a.py", tmp_path / "a.py"), "k", tmp_path, graded, grader.batch.outcomes.BatchOptions(tmp_path)
     )
     assert outcome.status == "crashed" and "could not write its output (grade.log" in outcome.reason
 
@@ -916,7 +925,7 @@ def test_escapes_from_submissions_reach_no_terminal_and_no_report(
         zipped.writestr("assignment_42_export/submission_103/submission_metadata.yml", OWN_METADATA)
     wrapper = tmp_path / "raw_crash_grader.py"
     wrapper.write_text(RAW_CRASH_GRADER, encoding="utf-8")
-    monkeypatch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))
+    monkeypatch.setattr(grader.batch.children, "GRADER", (sys.executable, str(wrapper)))
     grades = tmp_path / "out" / "grades.csv"
     code, out, err = batch(str(tmp_path / "export.zip"), "-o", str(grades), "-j", "2", "--exercise", "8")
     assert code == 0, err

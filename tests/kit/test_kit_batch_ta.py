@@ -23,16 +23,20 @@ from pathlib import Path
 
 import pytest
 
-import grader.batch
-from grader import isolation
-from grader.batch import Outcome, run_identity
+import grader.batch.children
+import grader.batch.folders
+import grader.batch.outcomes
+import grader.batch.run
+from grader.assignment.manifest import Exercise
+from grader.batch.grades import change_text, grade_rows, regrade_changes
+from grader.batch.keys import run_identity
+from grader.batch.outcomes import Outcome
+from grader.batch.report import item_analysis, report_html
+from grader.batch.roster import Entry, Submitter
+from grader.batch.similarity import Pair, write_similarity
+from grader.batch.student_page import student_page_html
 from grader.cli import main
-from grader.grades import change_text, grade_rows, regrade_changes
-from grader.manifest import Exercise
-from grader.report import item_analysis, report_html
-from grader.roster import Entry, Submitter
-from grader.similarity import Pair, write_similarity
-from grader.student_page import student_page_html
+from grader.sandbox import isolation
 from tests.kit.conftest import KIT, entry_points
 from tests.kit.gradescope_schema import problems
 
@@ -102,7 +106,7 @@ def umask(mask: int) -> Iterator[None]:
 
 def stopping_after(first: int) -> Callable:
     """An engine that grades the first `first` entries here, then is stopped as Ctrl-C stops a batch."""
-    grade_here = grader.batch.grade_here
+    grade_here = grader.batch.children.grade_here
 
     def engine(root, todo, options, done) -> None:
         grade_here(root, todo[:first], options, done)
@@ -125,7 +129,7 @@ def test_an_interrupted_regrade_loses_no_grade_and_lists_no_row_it_did_not_reach
     complete = rows(grades)
     assert [r["total_points_earned"] for r in complete] == ["7", "4"]
 
-    monkeypatch.setattr(grader.batch, "grade_here", stopping_after(1))  # Ctrl-C once ada is regraded
+    monkeypatch.setattr(grader.batch.run, "grade_here", stopping_after(1))  # Ctrl-C once ada is regraded
     code, out, err = batch(KIT, *args, "--force")
     assert code == 130 and "interrupted after 1 of 2 gradings" in err
     assert "4 -> -" not in out and "grade change" not in out.replace("no grade change", "")
@@ -179,7 +183,7 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
     set_points(kit_copy, 12, "8")  # twice the points of exercise 12: ada 11, bob 8, cy 0
     wrapper = tmp_path / "no_grading.py"
     wrapper.write_text(NO_GRADING, encoding="utf-8")
-    monkeypatch.setattr(grader.batch, "GRADER", (sys.executable, str(wrapper)))  # nothing may run
+    monkeypatch.setattr(grader.batch.children, "GRADER", (sys.executable, str(wrapper)))  # nothing may run
     code, out, err = batch(kit_copy, *args, "--dry-run")
     assert code == 0, err
     assert f"2 grades would change against {grades}:" in out
@@ -222,7 +226,7 @@ def test_a_points_change_is_previewed_by_a_dry_run_then_rescored_without_running
 
 
 def test_only_points_leave_the_run_key_as_it_was(kit_copy: Path, tmp_path: Path) -> None:
-    options = grader.batch.BatchOptions(tmp_path / "results", exercises=(8,))
+    options = grader.batch.outcomes.BatchOptions(tmp_path / "results", exercises=(8,))
     first = run_identity(kit_copy, options)
     set_points(kit_copy, 8, "30")
     assert run_identity(kit_copy, options) == first  # the grading key changes, what runs does not
@@ -328,7 +332,7 @@ def test_grading_as_root_leaves_the_checkout_as_readable_as_it_was(tmp_path: Pat
 def test_grade_as_root_leaves_the_kit_readable_by_a_later_user(kit_copy: Path, tmp_path: Path) -> None:
     for folder in (kit_copy, *kit_copy.iterdir()):
         os.chmod(folder, 0o755)
-    package = Path(grader.batch.__file__).parent
+    package = Path(grader.batch.run.__file__).parents[1]
     package_mode = stat.S_IMODE(package.stat().st_mode)
     out = tmp_path / "results.json"
     submission = tmp_path / "ada.py"
@@ -347,23 +351,27 @@ def test_grade_as_root_leaves_the_kit_readable_by_a_later_user(kit_copy: Path, t
 
 
 def test_the_batch_takes_its_engine_as_a_parameter_and_imports_no_cluster(tmp_path: Path) -> None:
-    tree = ast.parse(Path(grader.batch.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(grader.batch.run.__file__).read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert "grader.cluster" not in imported  # the dependency runs one way: the cluster uses the batch
+    assert "grader.batch.cluster" not in imported  # the dependency runs one way: the cluster uses the batch
     seen: list[list[str]] = []
 
     def engine(root, todo, options, done) -> None:  # a way of grading: here, a fake that records
         seen.append([entry.file for entry, _ in todo])
         for entry, key in todo:
-            graded = grader.batch.Graded({"score": 1.0, "tests": [], "extra_data": {}}, 0, False, 0.1)
-            folder = grader.batch.submission_folder(options.results_dir, entry)
-            done(grader.batch.record_grading(entry, key, folder, graded, options))
+            graded = grader.batch.outcomes.Graded(
+                {"score": 1.0, "tests": [], "extra_data": {}}, 0, False, 0.1
+            )
+            folder = grader.batch.folders.submission_folder(options.results_dir, entry)
+            done(grader.batch.folders.record_grading(entry, key, folder, graded, options))
 
     entries = [Entry("a.py", tmp_path / "a.py"), Entry("b.py", tmp_path / "b.py")]
     for entry in entries:
         entry.path.write_text("x = 1\n")
-    outcomes = grader.batch.run_batch(KIT, entries, grader.batch.BatchOptions(tmp_path / "r"), engine=engine)
+    outcomes = grader.batch.run.run_batch(
+        KIT, entries, grader.batch.outcomes.BatchOptions(tmp_path / "r"), engine=engine
+    )
     assert seen == [["a.py", "b.py"]] and [o.status for o in outcomes] == ["completed", "completed"]
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import BuildReport, build
+from grader.authoring import module_map
+from grader.authoring.build import BuildReport, build
 from grader.cli import main
-from grader.layout import STUDENT, find_root
+from grader.layout import README, STUDENT, find_root
 from tests.kit.conftest import KIT
 
 STUDENT_TEXT = '''\
@@ -146,3 +147,50 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert main(["grade-everything"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("grader: error: argument COMMAND: invalid choice") and err.count("\n") == 1
+
+
+# -- README's map of grader/ -----------------------------------------------------------------------------
+
+
+def test_the_readme_map_is_the_package_as_it_stands():
+    """Every subpackage and module of grader/ is in README's map, by the first sentence of its docstring."""
+    readme = (KIT / README).read_text(encoding="utf-8")
+    written = readme[
+        readme.index(module_map.BEGIN) + len(module_map.BEGIN) + 1 : readme.index(module_map.END)
+    ]
+    assert written == module_map.module_map(KIT / "grader")
+    for path in (KIT / "grader").rglob("*.py"):
+        name = f"`{path.parent.name}/`" if path.name == "__init__.py" else f"`{path.name}`"
+        assert f"{name}: {module_map.summary(path)}" in written, path
+    assert module_map.NO_DOCSTRING not in written
+
+
+def test_a_module_added_or_described_anew_makes_the_map_stale(kit_tree):
+    (kit_tree / "grader" / "__init__.py").write_text('"""The kit."""\n', encoding="utf-8")
+    (kit_tree / "grader" / "sandbox").mkdir()
+    (kit_tree / "grader" / "sandbox" / "__init__.py").write_text('"""The OS layers."""\n', encoding="utf-8")
+    (kit_tree / README).write_text(
+        f"# Kit\n\n{module_map.BEGIN}\n{module_map.END}\n\nMore.\n", encoding="utf-8"
+    )
+    build(kit_tree)
+    assert build(kit_tree, check=True).stale == ()
+    module = kit_tree / "grader" / "sandbox" / "pipes.py"
+    module.write_text(
+        '"""The pipes: messages within a deadline. More detail.\n\nAnd more."""\n', encoding="utf-8"
+    )
+    assert README in build(kit_tree, check=True).stale
+    build(kit_tree)
+    text = (kit_tree / README).read_text(encoding="utf-8")
+    assert (
+        "  - `sandbox/`: The OS layers.\n    - `pipes.py`: The pipes: messages within a deadline.\n" in text
+    )
+    assert text.startswith("# Kit\n\n") and text.endswith(f"{module_map.END}\n\nMore.\n")
+    module.write_text("x = 1\n", encoding="utf-8")  # no docstring: the map says so
+    build(kit_tree)
+    assert f"`pipes.py`: {module_map.NO_DOCSTRING}" in (kit_tree / README).read_text(encoding="utf-8")
+
+
+def test_a_readme_without_the_map_markers_is_one_line_of_error(kit_tree):
+    (kit_tree / README).write_text("# Kit\n", encoding="utf-8")
+    with pytest.raises(module_map.MapMarkersMissing, match="the map of grader/ goes between"):
+        build(kit_tree, check=True)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-import grader.cluster
-from grader.batch import _descendants
-from grader.cluster import ClusterError, Parcel, pack, unpack
-from grader.roster import Entry, content_hash
+import grader.batch.cluster
+from grader.batch.children import processes_below
+from grader.batch.cluster import ClusterError, Parcel, pack, unpack
+from grader.batch.roster import Entry, content_hash
 from tests.kit.conftest import KIT
 from tests.kit.test_kit_batch import SELECTION, batch, rows
 
@@ -80,7 +80,7 @@ class Cluster:
     def lose(self, name: str) -> None:
         """The worker's machine gone: SIGKILL to it and everything below it (its gradings too)."""
         process = self.processes.pop(name)
-        tree = [pid for pid, _, _ in _descendants(process.pid)]
+        tree = [pid for pid, _, _ in processes_below(process.pid)]
         for pid in [process.pid, *tree]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -92,7 +92,7 @@ class Cluster:
         for name, process in self.processes.items():
             if names and name not in names:
                 continue
-            for pid, _, _ in _descendants(process.pid):
+            for pid, _, _ in processes_below(process.pid):
                 with contextlib.suppress(OSError):
                     if b"grade\0" in Path(f"/proc/{pid}/cmdline").read_bytes():
                         found.append(pid)
@@ -102,7 +102,7 @@ class Cluster:
         """Stop every process (SIGTERM to its group, then SIGKILL); the ids of any still alive."""
         every = {p.pid for p in self.processes.values()}
         for process in self.processes.values():
-            every |= {pid for pid, _, _ in _descendants(process.pid)}
+            every |= {pid for pid, _, _ in processes_below(process.pid)}
         # workers before the scheduler: a worker whose scheduler is gone waits to reconnect, not to stop
         for which in (signal.SIGTERM, signal.SIGKILL):
             for process in reversed(self.processes.values()):
@@ -271,7 +271,7 @@ def test_a_worker_that_never_answers_costs_a_bound_not_a_hang(
     cluster: Cluster, local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster.worker("frozen")
-    monkeypatch.setattr(grader.cluster, "RESULT_MARGIN", 0.0)  # the client's bound: twice --timeout
+    monkeypatch.setattr(grader.batch.cluster, "RESULT_MARGIN", 0.0)  # the client's bound: twice --timeout
     source = tmp_path / "in"
     source.mkdir()
     shutil.copy(local["source"] / "ada_full.py", source)
@@ -295,7 +295,7 @@ def test_the_last_worker_lost_stops_the_batch_as_ctrl_c_does(
     cluster: Cluster, local: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster.worker("only")
-    monkeypatch.setattr(grader.cluster, "NO_WORKER_SECONDS", 3.0)
+    monkeypatch.setattr(grader.batch.cluster, "NO_WORKER_SECONDS", 3.0)
     grades = tmp_path / "out" / "grades.csv"
     args = ["-o", str(grades), "--cluster", cluster.address, *SELECTION]
     client = threading.Thread(target=lambda: ended.append(batch(str(local["source"]), *args)), daemon=True)
@@ -323,7 +323,7 @@ def test_the_last_worker_lost_stops_the_batch_as_ctrl_c_does(
 def test_a_scheduler_not_reached_is_one_line(
     local: dict, tmp_path: Path, address: str, message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grader.cluster, "CONNECT_SECONDS", 3.0)
+    monkeypatch.setattr(grader.batch.cluster, "CONNECT_SECONDS", 3.0)
     code, _, err = batch(str(local["source"]), "-o", str(tmp_path / "grades.csv"), "--cluster", address)
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1

@@ -11,8 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.codec import MAX_INT_DIGITS, MAX_SHARED_HASH, Codec, CodecError, dumps, loads, update_in_place
-from grader.worker import load_module
+from grader.runtime.codec import (
+    MAX_INT_DIGITS,
+    MAX_SHARED_HASH,
+    Codec,
+    CodecError,
+    dumps,
+    loads,
+    update_in_place,
+)
+from grader.runtime.worker import load_module
 from tests.kit.conftest import KIT
 
 

@@ -1,5 +1,5 @@
-"""The documented domain is drawn (issue 30, item 4): the features of grader.domain say what they say, the
-[[domain]] tables of tests/promises are read and checked, and every declared feature is drawn by a
+"""The documented domain is drawn (issue 30, item 4): the features of grader.assignment.domain say what they
+say, the [[domain]] tables of tests/promises are read and checked, and every declared feature is drawn by a
 hidden check of a working kind (value, edge, rng) on the kit's own suites, recorded on the reference.
 """
 
@@ -9,13 +9,13 @@ import math
 
 import pytest
 
-from grader.domain import FEATURES, Domain, drawn, undrawn
-from grader.grading import kit_manifest
-from grader.inventory import load_inventory
+from grader.assignment.domain import FEATURES, Domain, drawn, undrawn
+from grader.assignment.inventory import load_inventory
+from grader.assignment.promises import Promise, PromiseError, drawn_by_working_checks, parse_domains
+from grader.assignment.reference import read_reference
+from grader.authoring.validate import undrawn_features
+from grader.grading.grade import kit_manifest
 from grader.layout import REFERENCE
-from grader.promises import Promise, PromiseError, drawn_by_working_checks, parse_domains
-from grader.reference import read_reference
-from grader.validate import undrawn_features
 from tests.kit.conftest import KIT
 
 MANIFEST = kit_manifest(KIT)
@@ -180,7 +180,7 @@ def test_a_domain_table_gives_the_features_of_its_argument():
         (GOOD_DOMAIN.replace('argument = "q"', 'argument = "r"'),
          "ex16.toml:10: [[domain]] 1: exact_kl has no parameter 'r' (p, q)"),
         (GOOD_DOMAIN.replace('"zero", "tiny"', '"zeros"'),
-         "ex16.toml:11: [[domain]] 1: no feature 'zeros' in grader.domain ("),
+         "ex16.toml:11: [[domain]] 1: no feature 'zeros' in grader.assignment.domain ("),
         (GOOD_DOMAIN.replace('["q", "p"]\nfeatures = ["zero_where_positive"]', '"q"\nfeatures = ["single"]'),
          "ex16.toml:15: [[domain]] 2: listed twice"),
         (GOOD_DOMAIN.replace('["zero_where_positive"]', '["zero"]'),

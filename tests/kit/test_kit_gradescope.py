@@ -36,7 +36,7 @@ from otter_comparison import (
     rehearsed,
 )
 
-from grader.package import ENVIRONMENT_LINE, OTTER_VENV, REQUIREMENTS
+from grader.packaging.package import ENVIRONMENT_LINE, OTTER_VENV, REQUIREMENTS
 from tests.kit.conftest import KIT
 
 SUBMISSION = KIT / "examples" / "submissions" / "ben_partial.py"  # otter grade's layout

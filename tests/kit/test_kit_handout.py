@@ -19,9 +19,13 @@ from pathlib import Path
 import pytest
 
 from grader import MIN_PYTHON
+from grader.assignment.inventory import load_inventory
+from grader.assignment.scoring import points_text
 from grader.cli import main
-from grader.grading import kit_manifest
-from grader.handout import (
+from grader.grading.grade import kit_manifest
+from grader.grading.local import SEPARATOR
+from grader.layout import HANDOUT_RUNNER, shipped_modules
+from grader.packaging.handout import (
     FOLDER,
     HANDOUT_ZIP,
     PLUGIN_ENTRY_POINT,
@@ -31,11 +35,7 @@ from grader.handout import (
     requirements_text,
     write_handout,
 )
-from grader.inventory import load_inventory
-from grader.layout import HANDOUT_RUNNER
-from grader.local import SEPARATOR
-from grader.sandbox import NO_SANDBOX
-from grader.scoring import points_text
+from grader.sandbox.sandbox import NO_SANDBOX
 from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -54,7 +54,7 @@ def members(path: Path) -> dict[str, bytes]:
 def test_the_handout_holds_the_stubs_the_visible_suite_and_its_runner(handout):
     files = members(handout)
     visible = {f"tests/visible/{p.name}" for p in (KIT / "tests" / "visible").glob("*.py")}
-    runner = {f"grader/{name}.py" for name in HANDOUT_RUNNER}
+    runner = {f"grader/{name}.py" for name in shipped_modules(HANDOUT_RUNNER)}
     expected = {"optimization_toolkit.py", "README.md", "requirements.txt", "pytest.ini", "tests/conftest.py"}
     expected |= {"conftest.py", PYTHON_GUARD_WHEEL}  # pytest.ini from any folder; pip's Python check
     expected |= {"tests/exercises.json", "tests/lab_stubs.py", *PLUGIN_ENTRY_POINT}
@@ -157,7 +157,8 @@ def hidden_test_renamed() -> bytes:
         ("tests/hidden/test_ex06_pareto.py", b"", "a grading-only file"),
         ("solutions/optimization_toolkit.py", b"", "a grading-only file"),
         ("grader/exercises.toml", (KIT / "grader/exercises.toml").read_bytes(), "hidden_visibility"),
-        ("grader/grading.py", b"", "a grading-only file"),
+        ("grader/grading/grade.py", b"", "a grading-only file"),
+        ("grader/batch/run.py", b"", "a grading-only file"),
         ("grader/authoring/validate.py", b"", "a grading-only file"),
         ("grader/runtime/__pycache__/worker.cpython-311.pyc", b"", "a grading-only file"),
         ("optimization_toolkit.py", REFERENCE.read_bytes(), "holds the solution of pareto_front"),
@@ -170,6 +171,7 @@ def hidden_test_renamed() -> bytes:
         "solutions-file",
         "manifest",
         "grading-module",
+        "batch-module",
         "grading-module-in-a-subpackage",
         "bytecode-in-a-subpackage",
         "reference",
@@ -194,8 +196,8 @@ def test_the_hidden_name_of_that_case_is_a_real_hidden_only_test():
 
 
 def test_grader_package_refuses_a_leaking_handout(tmp_path, monkeypatch, capsys):
-    import grader.handout as handout_module
-    import grader.package as package
+    import grader.packaging.handout as handout_module
+    import grader.packaging.package as package
 
     files = handout_module.handout_files
     monkeypatch.setattr(package, "write_autograder", lambda root, dist: _touch(dist / "autograder.zip"))
@@ -328,7 +330,7 @@ def windows_like_run(python: Path, cwd: Path, *args: str, tmp_path: Path) -> sub
 def test_no_module_of_the_handout_imports_a_posix_only_module_at_load():
     """Each POSIX-only module is imported where it is used, or guarded (try/except ImportError)."""
     problems = []
-    for name in HANDOUT_RUNNER:
+    for name in shipped_modules(HANDOUT_RUNNER):
         tree = ast.parse((KIT / "grader" / f"{name}.py").read_text(encoding="utf-8"))
         for node in tree.body:  # statements run at load; a try's guarded imports are not among them
             for alias in node.names if isinstance(node, ast.Import) else ():
@@ -336,7 +338,7 @@ def test_no_module_of_the_handout_imports_a_posix_only_module_at_load():
                     problems.append(f"grader/{name}.py:{node.lineno}: import {alias.name}")
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in POSIX_ONLY:
                 problems.append(f"grader/{name}.py:{node.lineno}: from {node.module} import ...")
-    assert problems == []  # grader/isolation.py imported fcntl here: the plugin did not load on Windows
+    assert problems == []  # sandbox/isolation.py imported fcntl here: the plugin did not load on Windows
 
 
 def test_on_a_windows_like_python_the_handout_gives_its_verdicts_from_a_worker_process(unpacked, tmp_path):

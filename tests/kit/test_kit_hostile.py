@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
-from grader.grading import grade
-from grader.results import OWN_EXCEPTION
+from grader.grading.grade import grade
+from grader.grading.results import OWN_EXCEPTION
+from grader.sandbox import isolation
 from tests.kit.channels import CHANNELS
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
@@ -195,7 +195,7 @@ APPENDED = {
         """
         import gc
         def softmax(xs):
-            from grader.worker import Worker
+            from grader.runtime.worker import Worker
             worker = next(o for o in gc.get_objects() if isinstance(o, Worker))
             return worker._reference_proxy("softmax")(xs)
         """,

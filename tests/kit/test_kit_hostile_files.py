@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
-from grader.intake import MAX_MEMBERS, IntakeError, read_submission
-from grader.roster import content_hash, scan_source
+from grader.batch.roster import content_hash, scan_source
+from grader.grading import intake
+from grader.grading.intake import MAX_MEMBERS, IntakeError, read_submission
+from grader.sandbox import isolation
 
 LAB = "def double(x):\n    return 2 * x\n"
 
@@ -53,7 +54,7 @@ def test_a_private_copy_holds_only_what_intake_reads_whatever_the_folder_holds(t
     disk in 68 s, and a device node (/dev/zero's) until the disk was full (92 s). After: 0.1 s, under
     1 MB, and intake reads the copy as it reads the original."""
     folder = hostile_folder(tmp_path / "alice")
-    copy = isolation.private_copy(folder)
+    copy = intake.private_copy(folder)
     try:
         assert disk_bytes(copy.parent) < 1 << 20
         assert outcome(copy) == outcome(folder) == ("graded", "optimization_toolkit.py", LAB, (), None)
@@ -73,7 +74,7 @@ def test_a_device_node_in_a_folder_is_never_opened(tmp_path):
     # A device of no driver (major 240, kept for local use): opening it fails at once, so that on main
     # this test fails without filling the disk as /dev/zero's node (1, 5) did; here neither is opened.
     os.mknod(folder / "zero", 0o600 | 0o020000, os.makedev(240, 0))
-    copy = isolation.private_copy(folder)
+    copy = intake.private_copy(folder)
     try:
         assert disk_bytes(copy.parent) < 1 << 20 and outcome(copy) == outcome(folder)
     finally:
@@ -92,7 +93,7 @@ def test_a_folder_of_more_entries_than_the_limit_is_refused_reading_no_more_than
         (folder / "junk" / f"{i}.txt").touch()
     refused = outcome(folder)
     assert refused[0] == "refused" and f"more than {MAX_MEMBERS} files" in refused[1]
-    copy = isolation.private_copy(folder)
+    copy = intake.private_copy(folder)
     try:
         assert sum(len(d) + len(f) for _, d, f in os.walk(copy)) == MAX_MEMBERS + 1
         assert outcome(copy) == refused
@@ -162,7 +163,7 @@ def test_a_module_of_a_million_broken_lines_costs_a_bounded_number_of_compiles(t
     over 100 s of the grader's CPU for 5 MB, once in `grader grade` and again in its pytest. After:
     every compile counts COMPILE_COST against SALVAGE_BUDGET, and past it the rest of the file is
     judged as one block: 4 s for the same file."""
-    from grader import compiling
+    from grader.grading import compiling
 
     calls = []
     real_compile = compile
@@ -199,8 +200,8 @@ def test_no_two_names_of_a_batch_share_a_results_folder():
     with 16 digits, and a changed name is cut to 100 characters."""
     import hashlib
 
-    from grader.batch import submission_folder
-    from grader.roster import Entry
+    from grader.batch.folders import submission_folder
+    from grader.batch.roster import Entry
 
     tag = hashlib.sha256(b"a b.py").hexdigest()
     names = ["a b.py", f"a_b.py-{tag[:8]}", f"a_b.py-{tag[:16]}", "café.py", "cafe\u0301.py", "x " * 127]
@@ -215,7 +216,6 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
     `hw/`, it is replaced by a link to a folder of the solutions. Before: the module was opened by its
     path, as root: the solution's file was graded as the student's (and the private copy held it).
     After: each step below the submission's folder is opened from the one above, no step a link."""
-    from grader import intake
 
     secret = tmp_path / "solutions"
     secret.mkdir()
@@ -223,7 +223,7 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
     folder = tmp_path / "eve"
     (folder / "hw").mkdir(parents=True)
     (folder / "hw" / "optimization_toolkit.py").write_text(LAB)
-    listing = intake._listing
+    listing = intake.listing
 
     def swapped(where: Path, limit: int):
         found = listing(where, limit)
@@ -232,12 +232,12 @@ def test_a_folder_swapped_for_a_link_after_it_was_listed_is_not_followed(tmp_pat
             (folder / "hw").symlink_to(secret)
         return found
 
-    monkeypatch.setattr(intake, "_listing", swapped)
+    monkeypatch.setattr(intake, "listing", swapped)
     refused = outcome(folder)
     assert refused[0] == "refused" and "could not read 'hw/optimization_toolkit.py'" in refused[1]
     (folder / "hw").unlink()
     (folder / "was").rename(folder / "hw")
-    copy = isolation.private_copy(folder)
+    copy = intake.private_copy(folder)
     try:
         assert "SOLUTION" not in (copy / "hw" / "optimization_toolkit.py").read_text()
     finally:
@@ -282,7 +282,7 @@ def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(
     """Attack: one comprehension of 60,000 `for` clauses (948 KB). Before: CPython 3.11's compiler
     overflowed its C stack in the grader's own process: a segmentation fault of `grader grade` (no
     results.json), of its pytest, and of `grader batch` itself at its similarity report (no grades.csv
-    for anyone). After: compiled in a bounded process of its own (grader.compiling.COMPILE_MEMORY and
+    for anyone). After: compiled in a bounded process of its own (grader.grading.compiling.COMPILE_MEMORY and
     COMPILE_SECONDS), and refused in one line when that process dies. Run in a child here, so that a
     crash fails this test instead of ending the session."""
     import subprocess
@@ -293,7 +293,8 @@ def test_a_module_that_crashes_pythons_compiler_is_refused_and_the_grader_lives(
     module = tmp_path / "optimization_toolkit.py"
     module.write_text("x = [y " + "".join(f"for a{i} in b " for i in range(60_000)) + "]\n" + LAB)
     code = (
-        "import sys; from pathlib import Path; from grader.intake import IntakeError, read_submission\n"
+        "import sys; from pathlib import Path; "
+        "from grader.grading.intake import IntakeError, read_submission\n"
         "try:\n    read_submission(Path(sys.argv[1]))\n    print('graded')\n"
         "except IntakeError as error:\n    print(error)\n"
     )
@@ -315,7 +316,7 @@ def test_a_compiling_process_that_cannot_start_fails_the_grading_with_a_results_
     import json
     import subprocess
 
-    from grader.grading import grade
+    from grader.grading.grade import grade
     from tests.kit.conftest import KIT
 
     def no_process(*args, **kwargs):
@@ -329,9 +330,9 @@ def test_a_compiling_process_that_cannot_start_fails_the_grading_with_a_results_
     assert (
         graded.failed and "could not start a process to compile" in document["extra_data"]["grading_failed"]
     )
-    from grader.grading import kit_manifest
-    from grader.roster import Entry
-    from grader.similarity import compare
+    from grader.batch.roster import Entry
+    from grader.batch.similarity import compare
+    from grader.grading.grade import kit_manifest
 
     entries = [Entry("ada.py", module), Entry("ben.py", module)]
     assert compare(entries, kit_manifest(KIT), "") == ([], ["ada.py", "ben.py"])

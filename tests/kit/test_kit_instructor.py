@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.grading import grade
+from grader.grading.grade import grade
 from grader.layout import ZIP_KIT
-from grader.package import AUTOGRADER_ZIP
+from grader.packaging.package import AUTOGRADER_ZIP
 from tests.kit.conftest import KIT, manifest_text
 
 MANIFEST = manifest_text(("multiples", ["double", "triple"], 3))
@@ -154,11 +154,11 @@ def test_a_test_without_its_exercise_marker_is_named_by_file_and_line(
 
 def _zip_of(kit: Path, out: Path, edit: tuple[str, bytes] | None = None) -> None:
     """An autograder zip holding the kit's files as they are now (`edit`: one member otherwise)."""
-    from grader.package import _kit_paths
+    from grader.packaging.package import kit_paths
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as zf:
-        for path in _kit_paths(kit):
+        for path in kit_paths(kit):
             if (kit / path).is_file():
                 data = (kit / path).read_bytes()
                 if edit is not None and path.as_posix() == edit[0]:

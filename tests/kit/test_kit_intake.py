@@ -16,7 +16,7 @@ import pytest
 
 from grader.cli import main
 from grader.errors import KitError
-from grader.intake import (
+from grader.grading.intake import (
     MAX_MEMBER_BYTES,
     MAX_MEMBERS,
     IntakeError,
@@ -25,7 +25,7 @@ from grader.intake import (
     copy_as_read,
     read_submission,
 )
-from grader.isolation import remove_tree
+from grader.sandbox.isolation import remove_tree
 from tests.kit.conftest import KIT
 
 LAB = "def double(x):\n    return 2 * x\n"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation, seccomp
-from grader.protocol import CallTimedOut, SubmissionError
-from grader.sandbox import Limits
-from grader.student import Student, sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import isolation, seccomp
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import Student, sandboxed_student
 from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -242,7 +242,7 @@ def test_the_reference_answers_in_a_process_of_its_own(ref, layers_off):
         ref.add_score(expected, policy, 0, 0, 1, 1.0)
         assert g == expected
         answering = sandbox.reference.sandbox
-        assert answering is not None and answering._process.pid not in (os.getpid(), worker_pid)
+        assert answering is not None and answering.worker_pid not in (os.getpid(), worker_pid)
         assert served == []
     finally:
         student.close()
@@ -366,7 +366,8 @@ def test_sysv_ipc_of_a_worker_is_removed_by_a_root_without_cap_sys_admin():
         assert ident >= 0 and ident in sysv_shm_ids()
         sweep = subprocess.run(
             ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
-             sys.executable, "-c", f"from grader import isolation; isolation._remove_sysv_ipc({lease.uid})"],
+             sys.executable, "-c",
+             f"from grader.sandbox import isolation; isolation.remove_sysv_ipc({lease.uid})"],
             cwd=KIT, capture_output=True, text=True,
         )  # fmt: skip
         assert sweep.returncode == 0, sweep.stderr

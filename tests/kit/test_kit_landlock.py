@@ -1,5 +1,5 @@
-"""Landlock (grader.landlock), for real: a child started with the ruleset enforced between fork and exec
-reads and writes its scratch folder and the standard library, and is refused everything else the kernel's
+"""Landlock (grader.sandbox.landlock), for real: a child started with the ruleset enforced between fork and
+exec reads and writes its scratch folder and the standard library, and is refused everything else the kernel's
 ABI can refuse: other files, TCP, abstract unix sockets, signals out of its domain, links and renames
 across, truncation. Every ABI from 1 to the kernel's is tried, to check the rights are masked to it."""
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import landlock
-from grader.landlock import (
+from grader.sandbox import landlock
+from grader.sandbox.landlock import (
     FS_EXECUTE,
     FS_IOCTL_DEV,
     FS_READ_DIR,
@@ -179,7 +179,7 @@ def test_the_rights_are_masked_to_the_abi(abi):
     assert fs < 1 << 16  # no bit this module does not know (ABI 9's RESOLVE_UNIX is 1 << 16)
     assert net_rights(abi) == (NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0)
     assert scopes(abi) == (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
-    assert landlock._attr_size(abi) == {True: 24, False: 16 if abi >= 4 else 8}[abi >= 6]
+    assert landlock.attr_size(abi) == {True: 24, False: 16 if abi >= 4 else 8}[abi >= 6]
 
 
 @pytest.mark.parametrize("abi", range(1, KNOWN_ABI + 1))
@@ -231,10 +231,10 @@ def test_the_libraries_of_stdlib_extension_modules_are_found_from_their_elf_head
     zlib = [e.path for d in dynload for e in os.scandir(d) if e.name.startswith("zlib.")]
     if not zlib:
         pytest.skip("zlib is built into this interpreter")
-    needed, _ = landlock._elf_needs(zlib[0])
+    needed, _ = landlock.elf_needs(zlib[0])
     assert any(name.startswith("libz.so") for name in needed), needed
-    assert landlock._elf_needs(STDLIB_FILE) == ([], [])  # not an ELF file
-    found = landlock._needed_libraries(dynload, [])  # found without the grader's own mappings
+    assert landlock.elf_needs(STDLIB_FILE) == ([], [])  # not an ELF file
+    found = landlock.needed_libraries(dynload, [])  # found without the grader's own mappings
     assert any(os.path.basename(p).startswith("libz.so") for p in found), found
     assert any(os.path.basename(p).startswith("libc.so") for p in found), found
 
@@ -331,7 +331,8 @@ def test_the_worker_ruleset_confines_the_child(world):
 @needs_landlock
 @pytest.mark.parametrize("abi", range(1, min(ABI, KNOWN_ABI) + 1))
 def test_every_abi_refuses_what_it_knows(world, abi):
-    ruleset = landlock._build(abi, Path(world["scratch"]), Path(world["scratch"]), [world["read_only"]])
+    scratch = Path(world["scratch"])
+    ruleset = landlock.ruleset_for_abi(abi, scratch, scratch, [world["read_only"]])
     try:
         got = run_probes(world, ruleset.enforce)
     finally:
@@ -343,9 +344,9 @@ def test_every_abi_refuses_what_it_knows(world, abi):
 @pytest.mark.skipif(os.geteuid() != 0, reason="setuid to another user needs root")
 def test_as_the_sandbox_confines_a_root_grader(tmp_path):
     """The sandbox's own preexec (namespaces, rlimits, a leased worker uid, NPROC 0, then enforce)."""
-    from grader import isolation
-    from grader.confinement import Confine
-    from grader.sandbox import Limits
+    from grader.sandbox import isolation
+    from grader.sandbox.confinement import Confine
+    from grader.sandbox.sandbox import Limits
 
     lease = isolation.UidLease()
 

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.scoring import Tally, entry_score
 from grader.expect import call, expect_close
-from grader.grading import grade, kit_manifest
-from grader.handout import FOLDER, HANDOUT_ZIP, write_handout
-from grader.intake import read_submission
-from grader.local import EXERCISES_FILE, SEPARATOR, Verdict, load_exercises
-from grader.scoring import Tally, entry_score
+from grader.grading.grade import grade, kit_manifest
+from grader.grading.intake import read_submission
+from grader.grading.local import EXERCISES_FILE, SEPARATOR, Verdict, load_exercises
+from grader.packaging.handout import FOLDER, HANDOUT_ZIP, write_handout
 from tests.kit.conftest import KIT, visible_checks
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"

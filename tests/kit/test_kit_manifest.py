@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from grader.assignment.manifest import (
+    Budget,
+    Exercise,
+    Manifest,
+    ManifestError,
+    load_manifest,
+    parse_manifest,
+)
+from grader.assignment.reference import parse_reference
 from grader.cli import main
-from grader.manifest import Budget, Exercise, Manifest, ManifestError, load_manifest, parse_manifest
-from grader.reference import parse_reference
 
 REFERENCE = parse_reference(
     "def alpha():\n    pass\n\n\ndef beta():\n    pass\n\n\ndef gamma():\n    pass\n\n\nclass Box:\n"

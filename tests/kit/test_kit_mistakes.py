@@ -5,7 +5,8 @@ would hide is found; a label (given, or from the promise's kind) and a correct r
 read, a correct rewrite that loses points is named, and the figures per label add up.
 
 The corpus is graded as `grader grade --exercise ...` grades (the sandbox, the suites, the scoring) on
-each mistake's own exercise and every exercise with a check that can reach its function (grader.mistakes).
+each mistake's own exercise and every exercise with a check that can reach its function
+(grader.authoring.mistakes).
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import kit_manifest
-from grader.layout import REFERENCE
-from grader.mistakes import (
+from grader.assignment.reference import parse_reference
+from grader.authoring.mistakes import (
     CORPUS,
     Graded,
     Mistake,
@@ -36,7 +36,8 @@ from grader.mistakes import (
     read_kit_corpus,
     touches_module_state,
 )
-from grader.reference import parse_reference
+from grader.grading.grade import kit_manifest
+from grader.layout import REFERENCE
 from tests.kit.conftest import KIT
 
 MINIMUM = 4  # mistakes per exercise (issue 24)

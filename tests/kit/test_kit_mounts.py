@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation, mounts
-from grader.protocol import SubmissionError
-from grader.sandbox import Limits
-from grader.student import Student, sandboxed_student
-from grader.worker import load_module
+from grader.grading import intake
+from grader.runtime.protocol import SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import isolation, mounts
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import Student, sandboxed_student
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -241,8 +242,8 @@ def test_the_scratch_of_a_grader_killed_mid_grading_is_unmounted_at_the_next_lea
         "import sys\n"
         f"sys.path.insert(0, {str(KIT)!r})\n"
         "from pathlib import Path\n"
-        "from grader.student import sandboxed_student\n"
-        "from grader.worker import load_module\n"
+        "from grader.sandbox.student import sandboxed_student\n"
+        "from grader.runtime.worker import load_module\n"
         f"ref = load_module(Path({str(REFERENCE)!r}), 'r')\n"
         f"student, sandbox = sandboxed_student(Path({str(REFERENCE)!r}).read_text(), ref, ref, {{}})\n"
         "print(sandbox.lease.uid, sandbox.work, flush=True)\n"
@@ -504,7 +505,7 @@ def test_a_private_copy_is_the_submission_under_its_own_name_in_a_folder_only_it
     (folder / "link.py").symlink_to("/etc/passwd")
     os.chmod(tmp_path, 0o755)  # a TA's folder others may open: copied
     for submission in (folder, folder / "optimization_toolkit.py"):
-        with isolation.privately(submission) as copy:
+        with intake.privately(submission) as copy:
             assert copy.name == submission.name
             assert os.stat(copy.parent).st_mode & 0o077 == 0
             if submission.is_dir():  # only what intake reads: the module's bytes, the other names
@@ -514,9 +515,9 @@ def test_a_private_copy_is_the_submission_under_its_own_name_in_a_folder_only_it
             else:
                 assert copy.read_text() == "x = 1\n"
         assert not copy.parent.exists()
-    copy = isolation.private_copy(folder)
+    copy = intake.private_copy(folder)
     try:
-        with isolation.privately(copy) as again:  # already private (a batch's child): not copied again
+        with intake.privately(copy) as again:  # already private (a batch's child): not copied again
             assert again == copy
     finally:
         shutil.rmtree(copy.parent)
@@ -525,7 +526,8 @@ def test_a_private_copy_is_the_submission_under_its_own_name_in_a_folder_only_it
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc")
 def test_the_command_line_is_hidden_from_proc():
     code = (
-        "import sys; from grader.isolation import hide_command_line; hide_command_line('grader batch'); "
+        "import sys; from grader.sandbox.isolation import hide_command_line; "
+        "hide_command_line('grader batch'); "
         "sys.stdout.write(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0').decode())"
     )
     run = subprocess.run([sys.executable, "-c", code, "/the/batch/source", "--secret"], cwd=KIT,

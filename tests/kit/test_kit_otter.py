@@ -31,11 +31,11 @@ from otter_attacks import (
 )
 from otter_comparison import exercise_scores, grader_document, gradescope_page, page_differences, rehearsed
 
-from grader.grading import kit_manifest
-from grader.layout import GRADING_MODULES, PROMISES, REFERENCE
+from grader.grading.grade import kit_manifest
+from grader.grading.otter_submission import KEPT, take_submission
+from grader.layout import GRADING_MODULES, PROMISES, REFERENCE, shipped_modules
 from grader.otter_plugin import PLACEHOLDER
-from grader.otter_submission import KEPT, take_submission
-from grader.package import PLACEHOLDER_NOTEBOOK, PackageError, check_packable, write_autograder
+from grader.packaging.package import PLACEHOLDER_NOTEBOOK, PackageError, check_packable, write_autograder
 from tests.kit.conftest import KIT
 
 
@@ -50,13 +50,13 @@ def test_the_zip_holds_otter_files_and_the_grading_kit_only(autograder):
     assert "take_submission" in zipfile.ZipFile(autograder).read("run_otter.py").decode()
     assert "solutions/optimization_toolkit.py" in kit and "grader/exercises.toml" in kit
     modules = {n for n in kit if n.startswith("grader/") and n.endswith(".py")}
-    assert modules == {f"grader/{m}.py" for m in GRADING_MODULES}
+    assert modules == {f"grader/{m}.py" for m in shipped_modules(GRADING_MODULES)}
     assert not any(n.startswith(("student/", "examples/", "tests/kit/", "docs/")) for n in kit)
     # the promise files come along: grading reads the inventory, which hashes them
     assert {n for n in kit if n.startswith("tests/promises/")} == {
         p.relative_to(KIT).as_posix() for p in (KIT / PROMISES).glob("*.toml")
     }
-    assert "grader/batch.py" not in kit and "grader/build.py" not in kit
+    assert "grader/batch/run.py" not in kit and "grader/authoring/build.py" not in kit
     config = json.loads(zipfile.ZipFile(autograder).read("otter_config.json"))
     assert config["plugins"] == ["grader.otter_plugin.KitGrading"]
     environment = zipfile.ZipFile(autograder).read("environment.yml").decode()
@@ -247,7 +247,7 @@ def test_taking_a_clone_with_its_git_and_venv_keeps_the_module(tmp_path):
 
 
 def test_what_intake_cannot_choose_is_kept_whole_for_grader_grades_own_message(tmp_path):
-    from grader.intake import IntakeError, read_submission
+    from grader.grading.intake import IntakeError, read_submission
 
     ag = autograder_dir(tmp_path, {"a.py": b"", "b.py": b"", ".OTTER_LOG": b"pickle"})
     graded = take_submission(ag)
@@ -288,7 +288,7 @@ def test_a_stale_student_mirror_is_refused(tmp_path):
 
 
 def test_a_manifest_exercise_without_hidden_tests_is_refused(monkeypatch):
-    import grader.package as package
+    import grader.packaging.package as package
 
     inventory = package.load_inventory(KIT)
     kept = [t for t in inventory["tests"] if not (t["exercise"] == 3 and t["suite"] == "hidden")]
@@ -307,7 +307,7 @@ def test_a_missing_output_folder_is_named(tmp_path):
     [("6.1.0", "otter-grader 6.1.0 is installed"), (None, "otter-grader is not installed")],
 )
 def test_an_otter_other_than_the_pinned_one_is_refused(monkeypatch, installed, message):
-    import grader.package as package
+    import grader.packaging.package as package
 
     monkeypatch.setattr(package, "_installed_otter", lambda: installed)
     with pytest.raises(PackageError, match=rf"{message}, the kit is pinned to 7.0.0: run pip install"):
@@ -315,7 +315,7 @@ def test_an_otter_other_than_the_pinned_one_is_refused(monkeypatch, installed, m
 
 
 def test_the_pin_is_pyprojects():
-    import grader.package as package
+    import grader.packaging.package as package
 
     assert f"otter-grader[grading,plugins]=={package.OTTER_VERSION}" in (KIT / "pyproject.toml").read_text()
 
@@ -346,8 +346,8 @@ def test_a_grader_that_cannot_run_still_gives_every_exercise_with_the_reason(tmp
 def test_a_tree_deeper_than_python_recurses_is_kept_whole_for_grader_grades_own_message(tmp_path):
     """Attack: 1,500 folders one inside the other beside the module. Before: os.walk's RecursionError
     escaped take_submission (run_otter.py ended with a traceback before Otter started: no results)."""
-    from grader.intake import IntakeError, read_submission
-    from grader.isolation import remove_tree
+    from grader.grading.intake import IntakeError, read_submission
+    from grader.sandbox.isolation import remove_tree
     from tests.kit.test_kit_intake import nest
 
     ag = autograder_dir(tmp_path, {"optimization_toolkit.py": b"x = 1\n"})
@@ -364,7 +364,7 @@ def test_a_tree_deeper_than_python_recurses_is_kept_whole_for_grader_grades_own_
 def test_a_deep_tree_in_a_hidden_folder_is_removed_with_the_rest(tmp_path):
     """Attack: a .git folder 1,500 deep beside the module (intake never walks a hidden folder). Before:
     removing what was received raised RecursionError in take_submission, before Otter started."""
-    from grader.isolation import remove_tree
+    from grader.sandbox.isolation import remove_tree
     from tests.kit.test_kit_intake import nest
 
     ag = autograder_dir(tmp_path, {"optimization_toolkit.py": b"x = 1\n", ".git/HEAD": b""})

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from otter_attacks import common_attacks, write_zip
 
-from grader.grading import kit_manifest
-from grader.isolation import WORKER_UIDS_VARIABLE
+from grader.grading.grade import kit_manifest
 from grader.layout import MODULE_FILE
-from grader.package import write_autograder
+from grader.packaging.package import write_autograder
+from grader.sandbox.isolation import WORKER_UIDS_VARIABLE
 from tests.kit.conftest import KIT
 
 IMAGE = os.environ.get("OPTLAB_OTTER_GRADE_IMAGE", "")

@@ -23,16 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import build
-from grader.cli import main
-from grader.errors import KitError
-from grader.grading import grade, kit_manifest
-from grader.inventory import INVENTORY, InventoryError, account_for, load_inventory
-from grader.layout import POINTS_DOC, PROMISES
-from grader.local import ExerciseInfo, Verdict, VisiblePromise, exercises_data
-from grader.manifest import Exercise, Manifest, parse_manifest
-from grader.points_doc import UNMARKED, points_doc
-from grader.promises import (
+from grader.assignment.inventory import INVENTORY, InventoryError, account_for, load_inventory
+from grader.assignment.manifest import Exercise, Manifest, parse_manifest
+from grader.assignment.promises import (
     GATED,
     KINDS,
     Promise,
@@ -47,11 +40,18 @@ from grader.promises import (
     unchecked_promises,
     unnamed_checks,
 )
-from grader.records import TestRecord
-from grader.reference import read_reference
-from grader.results import results_document
-from grader.scoring import Tally, cents, entry_score, score_exercise, score_suites, tallies
-from grader.trivial import earned_points
+from grader.assignment.records import TestRecord
+from grader.assignment.reference import read_reference
+from grader.assignment.scoring import Tally, cents, entry_score, score_exercise, score_suites, tallies
+from grader.authoring.build import build
+from grader.authoring.points_doc import UNMARKED, points_doc
+from grader.authoring.trivial import earned_points
+from grader.cli import main
+from grader.errors import KitError
+from grader.grading.grade import grade, kit_manifest
+from grader.grading.local import ExerciseInfo, Verdict, VisiblePromise, exercises_data
+from grader.grading.results import results_document
+from grader.layout import POINTS_DOC, PROMISES
 from tests.kit.conftest import KIT, manifest_text
 
 MANIFEST = kit_manifest(KIT)
@@ -723,7 +723,8 @@ def test_results_json_keeps_each_checks_promise_and_its_records_rescore_to_the_s
 
 
 def test_the_local_verdict_scores_the_visible_entry_as_grading_does():
-    """A run of the visible checks: the verdict's points are the visible entry's from grader.scoring."""
+    """A run of the visible checks: the verdict's points are the visible entry's from
+    grader.assignment.scoring."""
     info = ExerciseInfo(
         1, "f", ("f", "g"), 5, visible=5, hidden=3, visible_points=3.13,
         promises=(
@@ -797,8 +798,9 @@ def test_answers_that_raise_on_every_call_earn_nothing_where_error_checks_are_ga
     code = f"""
         import json
         from pathlib import Path
-        from grader.grading import grade, kit_manifest
-        from grader.trivial import check_trivial
+        from grader.grading import grade
+        from grader.grading.grade import kit_manifest
+        from grader.authoring.trivial import check_trivial
         root = Path({str(small_kit)!r})
         variants = ["raises-valueerror", "raises-typeerror"]
         [check] = check_trivial(root, [kit_manifest(root).by_id(1)], variants)
@@ -825,6 +827,10 @@ def test_answers_that_raise_earn_nothing_on_exercise_17():
     """DGM parents: an unknown mode raises ValueError (a visible and a hidden check); a stub raising
     ValueError earned 0.58 of its 5 points before the error checks were gated."""
     run = subprocess.run(
-        [sys.executable, "-m", "grader.trivial", "17"], cwd=KIT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "grader.authoring.trivial", "17"],
+        cwd=KIT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr

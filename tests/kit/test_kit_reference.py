@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from grader.worker import load_module
+from grader.runtime.worker import load_module
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"

@@ -23,17 +23,17 @@ from pathlib import Path
 
 import pytest
 
-import grader.grading
-from grader import isolation
+import grader.grading.grade
+from grader.assignment.inventory import load_inventory
+from grader.assignment.manifest import Exercise, Manifest, ManifestError, parse_manifest
+from grader.assignment.records import TestRecord
+from grader.assignment.reference import read_reference
+from grader.assignment.scoring import points_text, score_suites, split_points
 from grader.cli import main
-from grader.grading import GRADING_FAILED, kit_manifest
-from grader.inventory import load_inventory
+from grader.grading.grade import GRADING_FAILED, kit_manifest
+from grader.grading.results import results_document
 from grader.layout import REFERENCE
-from grader.manifest import Exercise, Manifest, ManifestError, parse_manifest
-from grader.records import TestRecord
-from grader.reference import read_reference
-from grader.results import results_document
-from grader.scoring import points_text, score_suites, split_points
+from grader.sandbox import isolation
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
@@ -293,7 +293,7 @@ def test_a_worker_log_on_a_full_disk_costs_no_check(
     # grading's own scratch folder (where the workers' output is logged for the instructor) on a full
     # disk, the test run's report on a disk with room: what the submission printed is lost, never a check
     monkeypatch.setattr(
-        grader.grading,
+        grader.grading.grade,
         "tempfile",
         types.SimpleNamespace(
             TemporaryDirectory=functools.partial(tempfile.TemporaryDirectory, dir=full_disk)
@@ -360,14 +360,14 @@ def test_the_execution_time_students_see_ends_with_the_visible_run(tmp_path: Pat
     hand), and the field does not see it."""
     import time
 
-    real_run, real_clock = grader.grading._run, time.monotonic
+    real_run, real_clock = grader.grading.grade.run_checks, time.monotonic
 
     def then_an_hour(*args, **kwargs):
         runs = real_run(*args, **kwargs)
         monkeypatch.setattr(time, "monotonic", lambda: real_clock() + 3600.0)
         return runs
 
-    monkeypatch.setattr(grader.grading, "_run", then_an_hour)
-    graded = grader.grading.grade(KIT, KIT / REFERENCE, tmp_path / "results.json", exercises=[8])
+    monkeypatch.setattr(grader.grading.grade, "run_checks", then_an_hour)
+    graded = grader.grading.grade.grade(KIT, KIT / REFERENCE, tmp_path / "results.json", exercises=[8])
     assert graded.document["score"] == kit_manifest(KIT).by_id(8).points
     assert graded.document["execution_time"] < 3600

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
-from grader import sandbox as sandbox_module
-from grader.deadlines import cpu_time
-from grader.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
-from grader.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import SPIN_SECONDS, CallTimedOut, SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import isolation
+from grader.sandbox import sandbox as sandbox_module
+from grader.sandbox.deadlines import cpu_time
+from grader.sandbox.sandbox import GRADINGS_AT_ONCE, Limits, SandboxError
+from grader.sandbox.student import sandboxed_student
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -90,7 +90,7 @@ def test_an_import_that_floods_its_progress_reports_is_ended(ref, monkeypatch):
 
     try:
         sandbox.spawn()
-        monkeypatch.setattr(sandbox, "_receive", flood)
+        monkeypatch.setattr(sandbox.pipe, "receive", flood)
         with pytest.raises(SubmissionError, match="the worker did not start"):
             student.softmax([0.0])
         assert len(read) <= LIMITS.import_seconds + 3
@@ -122,7 +122,7 @@ def test_a_worker_started_ahead_has_the_same_import_budget(ref):
     try:
         sandbox.spawn()
         deadline = time.monotonic() + 30
-        while cpu_time(sandbox._process.pid) < 1.5 and time.monotonic() < deadline:
+        while cpu_time(sandbox.worker_pid) < 1.5 and time.monotonic() < deadline:
             time.sleep(0.1)  # the import runs meanwhile (the grader is not waiting for it)
         time.sleep(0.5)
         with pytest.raises(CallTimedOut, match="did not finish importing"):
@@ -147,7 +147,7 @@ def test_a_worker_started_ahead_and_read_late_is_ready_if_its_import_kept_to_its
 def test_closing_removes_the_scratch_folder_and_the_worker(ref):
     student, sandbox = open_student(ref, "")
     student.softmax([0.0])
-    pid = sandbox._process.pid
+    pid = sandbox.worker_pid
     student.close()
     assert not sandbox.home.exists()
     with pytest.raises(ProcessLookupError):
@@ -176,7 +176,7 @@ def test_a_worker_whose_death_was_read_is_not_signalled_again(ref, monkeypatch):
         student, sandbox = open_student(ref, tail)
         try:
             assert sandbox.start() is None
-            worker = sandbox._process.pid
+            worker = sandbox.worker_pid
             with pytest.raises(SubmissionError, match=says):
                 student.softmax([0.0])
             assert (worker in signalled) is killed
@@ -203,8 +203,8 @@ def test_a_worker_does_not_outlive_a_grader_that_is_killed(tmp_path):
         "import sys, types\n"
         f"sys.path.insert(0, {str(KIT)!r})\n"
         "from pathlib import Path\n"
-        "from grader.student import sandboxed_student\n"
-        "from grader.worker import load_module\n"
+        "from grader.sandbox.student import sandboxed_student\n"
+        "from grader.runtime.worker import load_module\n"
         f"ref = load_module(Path({str(REFERENCE)!r}), 'r')\n"
         f"src = Path({str(REFERENCE)!r}).read_text()\n"
         "src += '\\ndef softmax(xs):\\n    while True:\\n        pass\\n'\n"
@@ -253,7 +253,7 @@ def test_a_container_that_refuses_a_network_namespace_still_grades(ref, monkeypa
 
     assert isolation.machine_layers().namespaces  # this machine allows them: the probe must see it
     monkeypatch.setattr(isolation, "unshare_function", lambda: refused)
-    isolation._namespaces_allowed.cache_clear()
+    isolation.namespaces_allowed.cache_clear()
     try:
         assert not isolation.machine_layers().namespaces
         student, sandbox = open_student(ref, "")
@@ -262,7 +262,7 @@ def test_a_container_that_refuses_a_network_namespace_still_grades(ref, monkeypa
         finally:
             student.close()
     finally:
-        isolation._namespaces_allowed.cache_clear()
+        isolation.namespaces_allowed.cache_clear()
 
 
 def _refuse_address_space(real_setrlimit):
@@ -332,7 +332,7 @@ def test_the_cgroup_quota_bounds_the_usable_cpus(tmp_path):
 
 
 def test_a_pipe_link_refuses_a_message_one_byte_over_its_limit():
-    from grader.worker import PipeLink
+    from grader.runtime.worker import PipeLink
 
     read_end, write_end = os.pipe()
     link = PipeLink(read_end, os.open(os.devnull, os.O_WRONLY), limit=11)

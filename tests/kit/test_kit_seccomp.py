@@ -2,8 +2,9 @@
 to send hidden inputs out through every kind of socket, to hold 2 GB through memfd and SysV shared
 memory, and to start io_uring. Each attack runs with the layers switched off one at a time: each
 configuration names the layers that must hold it (skipped where none of them exists on this machine),
-so every guarantee is shown to hold from each layer alone: the seccomp filter (grader.seccomp), network
-namespaces, Landlock (TCP from ABI 4, abstract sockets from ABI 6), the memory cgroup (grader.cgroup).
+so every guarantee is shown to hold from each layer alone: the seccomp filter (grader.sandbox.seccomp),
+network namespaces, Landlock (TCP from ABI 4, abstract sockets from ABI 6), the memory cgroup
+(grader.sandbox.cgroup).
 
 On the kit before the seccomp filter and the cgroup (issue 23's figures, measured with these tests):
 UDP with the namespaces off, a pathname unix socket and, with namespaces and Landlock off, TCP and an
@@ -29,11 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import cgroup, isolation, seccomp
-from grader.protocol import SubmissionError
-from grader.sandbox import Limits
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.runtime.protocol import SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox import cgroup, isolation, seccomp
+from grader.sandbox.sandbox import Limits
+from grader.sandbox.student import sandboxed_student
 from tests.kit.channels import CHANNELS
 from tests.kit.test_kit_isolation import REFERENCE, open_student
 
@@ -251,8 +252,8 @@ return through
 NOT_ROOT_ATTEMPT = """
 import json, sys
 from pathlib import Path
-from grader.student import sandboxed_student
-from grader.worker import load_module
+from grader.sandbox.student import sandboxed_student
+from grader.runtime.worker import load_module
 
 ref = load_module(Path("solutions/optimization_toolkit.py"), "not_root_reference")
 student, _ = sandboxed_student(sys.argv[1], ref, ref, json.loads(sys.argv[2]))
@@ -512,7 +513,7 @@ def test_memfd_secret_holds_no_memory_past_the_limit(ref, layers_off, off, holde
 
 def run_filter(code: list[tuple[int, int, int, int]], arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
     """What the classic BPF program `code` returns for a call (a tiny interpreter of the four
-    instructions grader.seccomp uses); `args`: the call's arguments (the rest 0)."""
+    instructions grader.sandbox.seccomp uses); `args`: the call's arguments (the rest 0)."""
     data = {seccomp.DATA_NR: nr, seccomp.DATA_ARCH: arch}
     for index, value in enumerate((*args, 0, 0, 0, 0, 0, 0)[:6]):
         data[seccomp.DATA_ARGS + 8 * index] = value & 0xFFFFFFFF
@@ -625,7 +626,7 @@ def test_a_grader_removes_only_the_stale_cgroups_of_its_own_pid_namespace():
     other.mkdir()
     mine.mkdir()
     try:
-        cgroup._remove_stale(parent)
+        cgroup.remove_stale(parent)
         assert other.exists() and not mine.exists()
     finally:
         for folder in (other, mine):

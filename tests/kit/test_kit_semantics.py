@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.contract import derive_contract
+from grader.assignment.contract import derive_contract
+from grader.assignment.inventory import reference_contract, stored_contract
 from grader.expect import expect_close, expect_equal, expect_form
-from grader.grading import grade
-from grader.inventory import reference_contract, stored_contract
-from grader.student import in_process_student
-from grader.worker import Worker, load_module
+from grader.grading.grade import grade
+from grader.runtime.worker import Worker, load_module
+from grader.sandbox.student import in_process_student
 from tests.kit.conftest import KIT
 from tests.kit.gradescope_schema import problems
 
@@ -107,7 +107,7 @@ def test_value_checks_still_take_a_list_for_a_tuple():
 def test_a_softmax_of_nans_passes_no_check_that_compares_two_of_its_answers(tmp_path):
     document = graded(tmp_path, "def softmax(xs):\n    return [float('nan')] * len(xs)\n", [8])
     hidden = entry(document, "8 softmax: hidden checks")
-    # the shift invariance compares two nan answers; every other check pins a value (grader.trivial)
+    # the shift invariance compares two nan answers; every other check pins a value (grader.authoring.trivial)
     assert hidden["extra_data"]["passed"] == 0, hidden["output"]
     checks = {c["check"].rsplit("::", 1)[1]: c for c in hidden["extra_data"]["checks"]}
     assert checks["test_shift_invariance"]["passed"] is False  # two nan answers are not "the same"
@@ -204,7 +204,7 @@ def test_rewriting_arguments_earns_nothing_more_than_the_same_answer_without(
 
 
 def exercise_points(exercise: int) -> float:
-    from grader.grading import kit_manifest
+    from grader.grading.grade import kit_manifest
 
     return kit_manifest(KIT).by_id(exercise).points
 
@@ -228,7 +228,7 @@ def in_process(tmp_path: Path, ref, code: str, contract: dict | None = None):
 
 
 def _manifest():
-    from grader.grading import kit_manifest
+    from grader.grading.grade import kit_manifest
 
     return kit_manifest(KIT)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.manifest import Exercise, Manifest
-from grader.reference import ModuleSourceError
-from grader.stubs import StubError, stub_message, stub_module, stub_statement
+from grader.assignment.manifest import Exercise, Manifest
+from grader.assignment.reference import ModuleSourceError
+from grader.authoring.stubs import StubError, stub_message, stub_module, stub_statement
 
 
 def manifest(**functions: tuple[str, ...]) -> Manifest:

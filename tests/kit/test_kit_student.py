@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.protocol import SubmissionError
-from grader.student import Student, in_process_student
-from grader.worker import load_module
+from grader.runtime.protocol import SubmissionError
+from grader.runtime.worker import load_module
+from grader.sandbox.student import Student, in_process_student
 from tests.kit.conftest import KIT
 
 REFERENCE = KIT / "solutions" / "optimization_toolkit.py"
@@ -155,7 +155,7 @@ def test_the_reference_never_answers_for_the_exercise_being_graded(tmp_path, ref
     cheat = """
     import gc
     def softmax(xs):
-        from grader.worker import Worker
+        from grader.runtime.worker import Worker
         worker = next(o for o in gc.get_objects() if isinstance(o, Worker))
         return worker._reference_proxy("softmax")(xs)
     """

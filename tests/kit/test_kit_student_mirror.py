@@ -11,11 +11,11 @@ from types import ModuleType
 
 import pytest
 
-from grader.build import build
+from grader.assignment.manifest import Manifest, load_manifest
+from grader.assignment.reference import FunctionNode, Reference, read_reference
+from grader.authoring.build import build
+from grader.authoring.stubs import stub_message
 from grader.layout import MANIFEST, REFERENCE, STUDENT
-from grader.manifest import Manifest, load_manifest
-from grader.reference import FunctionNode, Reference, read_reference
-from grader.stubs import stub_message
 from tests.kit.conftest import KIT
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from grader.manifest import Exercise, Manifest
-from grader.protocol import IMPORT_FAILED, IMPORT_TIMED_OUT, STANDARD_LIBRARY_ONLY, import_headline
-from grader.records import TestRecord
-from grader.results import MAX_ENTRY_CHARS, results_document
-from grader.scoring import score_suites
+from grader.assignment.manifest import Exercise, Manifest
+from grader.assignment.records import TestRecord
+from grader.assignment.scoring import score_suites
+from grader.grading.results import MAX_ENTRY_CHARS, results_document
+from grader.runtime.protocol import IMPORT_FAILED, IMPORT_TIMED_OUT, STANDARD_LIBRARY_ONLY, import_headline
 
 NOT_STARTED = (
     "E   NotImplementedError: exercise 1 (double): implement double\n    raised by the submission (line 9)"
@@ -71,7 +71,7 @@ def test_a_hidden_entry_names_each_property_once():
 
 def test_a_module_that_never_imported_is_one_headline_in_the_summary():
     why = "NameError: name 'lr' is not defined (line 26, in <module>)"
-    message = f"E   grader.protocol.SubmissionError: {IMPORT_FAILED}{why}"
+    message = f"E   grader.runtime.protocol.SubmissionError: {IMPORT_FAILED}{why}"
     doc = graded(
         [("visible", False, "a", message), ("visible", False, "b", message), ("hidden", False, "c", message)]
     )

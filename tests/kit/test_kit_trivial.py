@@ -1,10 +1,10 @@
-"""Points follow correctness (grader.trivial): answers derived from the reference that do no work earn at
-most 2% of an exercise (5% before issue 30, whose type-aware answers earned 30% of exercise 6), and a
+"""Points follow correctness (grader.authoring.trivial): answers derived from the reference that do no work
+earn at most 2% of an exercise (5% before issue 30, whose type-aware answers earned 30% of exercise 6), and a
 submission with one realistic bug keeps the points of everything else.
 
-The suites run in a child process (`python -m grader.trivial`, or a few lines calling `passed_checks`),
-in-process there: a pytest session is not nested inside this one. `grader validate` checks every
-exercise; here, the three that trivial answers earned most from before the suites pinned values.
+The suites run in a child process (`python -m grader.authoring.trivial`, or a few lines calling
+`passed_checks`), in-process there: a pytest session is not nested inside this one. `grader validate` checks
+every exercise; here, the three that trivial answers earned most from before the suites pinned values.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.layout import REFERENCE
-from grader.trivial import (
+from grader.authoring.trivial import (
     MAX_SHARE,
     VARIANTS,
     argument_copy,
@@ -30,7 +29,8 @@ from grader.trivial import (
     install,
     variant_source,
 )
-from grader.worker import load_module
+from grader.layout import REFERENCE
+from grader.runtime.worker import load_module
 from tests.kit.conftest import KIT
 
 
@@ -44,7 +44,7 @@ def test_trivial_answers_earn_at_most_two_percent() -> None:
     """Softmax (the uniform vector: 50% before), eval guard (False: 50%) and exact KL (0.0: 36%); the
     type-aware answers too (issue 30: 2%, was 5%)."""
     run = subprocess.run(
-        [sys.executable, "-m", "grader.trivial", "8", "16", "18"],
+        [sys.executable, "-m", "grader.authoring.trivial", "8", "16", "18"],
         cwd=KIT,
         capture_output=True,
         text=True,
@@ -75,10 +75,10 @@ def test_a_one_bug_submission_keeps_the_points_of_what_is_right(tmp_path: Path) 
         f"""
         import json
         from pathlib import Path
-        from grader.trivial import _tests_by_exercise, passed_checks
+        from grader.authoring.trivial import tests_by_exercise, passed_checks
         root = Path({str(KIT)!r})
         passed = passed_checks(root, Path({str(module)!r}), [8, 9, 10])
-        tests = _tests_by_exercise(root)
+        tests = tests_by_exercise(root)
         print(json.dumps({{e: [len(p), len(tests[e])] for e, p in passed.items()}}))
         """
     )
@@ -151,8 +151,8 @@ def test_the_answers_that_know_the_types_read_only_types_and_arguments() -> None
 
 def test_a_trivial_answer_over_the_bar_is_named_with_what_to_do() -> None:
     """Issue 34: validate said what was wrong ("earns 33.5%"), not what to do."""
-    from grader.manifest import Exercise
-    from grader.trivial import TrivialCheck, VariantOutcome
+    from grader.assignment.manifest import Exercise
+    from grader.authoring.trivial import TrivialCheck, VariantOutcome
 
     exercise = Exercise(8, "softmax", "p", ("softmax",), 3, "after_published", "property")
     outcome = VariantOutcome("first-argument", ("a", "b"), 6, 1.0, 3.0)

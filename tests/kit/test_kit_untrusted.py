@@ -1,10 +1,11 @@
-"""grader.untrusted: what a submission printed is marked line by line, in whatever pieces it arrives."""
+"""grader.grading.untrusted: what a submission printed is marked line by line, in whatever pieces it
+arrives."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader.untrusted import PRINTED_MARK, PrintedLines, marked
+from grader.grading.untrusted import PRINTED_MARK, PrintedLines, marked
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,1 @@
+"""The lab as the kit reads it: exercises, reference, promises, points and the suites' inventory."""

@@ -1,0 +1,1 @@
+"""`grader grade`: one submission from intake to results.json, and a student's local verdict."""

@@ -1,0 +1,1 @@
+"""What leaves the kit for others: the autograder zip and the student handout."""
