@@ -219,7 +219,7 @@ APPENDED = {
     "forged answers that skip, exit or end the run": (  # the worker's own perform replaced
         """
         import sys
-        _worker = sys.modules["grader.worker"]
+        _worker = sys.modules["grader.runtime.worker"]
         _perform = _worker.perform
         _FORGED = ["Skipped", "XFailed", "Exit", "KeyboardInterrupt", "SystemExit", "StopIteration", "BaseException"]
         _calls = [0]

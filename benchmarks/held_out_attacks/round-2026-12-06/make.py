@@ -118,8 +118,8 @@ def softmax(xs):
 attack("a04_forge", r'''
 import sys
 def _forge():
-    worker = sys.modules.get("grader.worker")
-    protocol = sys.modules.get("grader.protocol")
+    worker = sys.modules.get("grader.runtime.worker")
+    protocol = sys.modules.get("grader.runtime.protocol")
     if worker is None:
         return
     real = worker.perform
@@ -266,7 +266,7 @@ import sys, json
 _ref_reinforce = reinforce_grad
 _asked = []
 def reinforce_grad(policy, batch, baseline="mean", weights=None):
-    worker = sys.modules["grader.worker"]
+    worker = sys.modules["grader.runtime.worker"]
     w = [o for o in __import__("gc").get_objects() if type(o).__name__ == "Worker"]
     link = w[0].answers.link if w else None
     if link is not None and not _asked:
