@@ -65,9 +65,8 @@ class ExerciseInfo:
     points: float
     visible: int  # checks in tests/visible
     hidden: int  # checks in tests/hidden (run only when graded)
-    visible_points: float = (
-        0.0  # the visible entry's points, as grader.assignment.scoring splits the exercise's
-    )
+    # the visible entry's points, as grader.assignment.scoring splits the exercise's
+    visible_points: float = 0.0
     promises: tuple[VisiblePromise, ...] = ()  # the promises the visible checks name
     unmarked: int = 0  # visible checks that name no promise (each a promise of its own)
     # (function, its exercise) of other exercises that this one's reference calls: grading answers those
